@@ -1,0 +1,41 @@
+# Stepwise: `make run` serves the app, `make test` runs every check, `make bench` writes BENCHMARKS.md.
+# Each target creates the virtual environment it needs; nothing has to be installed by hand.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= $(or $(STREAMLIT_SERVER_PORT),8501)
+
+.PHONY: run test lint format bench browser clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.runtime
+	@echo "Stepwise is starting at http://127.0.0.1:$(PORT)  (Ctrl+C stops it)"
+	$(PY) -m streamlit run app.py --server.headless=true --server.address=127.0.0.1 \
+		--server.port=$(PORT) --browser.gatherUsageStats=false
+
+browser:
+	@bash scripts/ensure_browser.sh
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(VENV)/.dev
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+test: $(VENV)/.dev browser lint
+	$(PY) -m pytest
+
+bench: $(VENV)/.dev
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) test-output .pytest_cache .ruff_cache .hypothesis
