@@ -1,0 +1,60 @@
+"""The course catalog: which lessons exist, in what order, and where their parts live."""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from lessons.quiz.bank import Bank, load_bank
+from lessons.quiz.exercise import ExerciseSpec
+
+ROOT = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One entry of course.toml."""
+
+    id: str
+    title: str
+    summary: str
+    page: str
+    url: str
+    icon: str
+
+    @property
+    def folder(self) -> Path:
+        return ROOT / self.id
+
+    @property
+    def text_path(self) -> Path:
+        return self.folder / "text.md"
+
+    def bank(self) -> Bank:
+        return load_bank(self.folder / "quiz.toml")
+
+    def exercises(self) -> tuple[ExerciseSpec, ...]:
+        module = importlib.import_module(f"lessons.{self.id}.exercise")
+        return tuple(module.EXERCISES)
+
+
+@cache
+def lessons() -> tuple[Lesson, ...]:
+    """Every lesson, in course order."""
+    with (ROOT / "course.toml").open("rb") as fh:
+        raw = tomllib.load(fh)
+    return tuple(Lesson(**entry) for entry in raw["lesson"])
+
+
+def lesson(lesson_id: str) -> Lesson:
+    """One lesson by id (KeyError if unknown)."""
+    for item in lessons():
+        if item.id == lesson_id:
+            return item
+    raise KeyError(lesson_id)
+
+
+SITE_TEXT = ROOT / "site.md"

@@ -1,0 +1,42 @@
+"""Parameterized numeric exercises: numbers are drawn from a seed, the answer is computed by sim.
+
+A lesson's `exercise.py` lists `ExerciseSpec`s. `spec.draw(seed)` returns a `Drawn` exercise:
+the prompt with its numbers, the answer computed by the simulator, a tolerance and a worked
+solution. Seed 0 is the lesson's default draw (for example the seed text's own numbers), so an
+instructor and a class see the same question.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One drawn instance of an exercise."""
+
+    prompt: str
+    answer: float
+    unit: str
+    solution: str
+    rtol: float = 0.02
+    atol: float = 0.0
+    params: dict = field(default_factory=dict)
+
+    def is_correct(self, value: float | None) -> bool:
+        """Within the tolerance of the computed answer (relative or absolute, the larger)."""
+        if value is None or not math.isfinite(value):
+            return False
+        return abs(value - self.answer) <= max(self.atol, self.rtol * abs(self.answer))
+
+
+@dataclass(frozen=True)
+class ExerciseSpec:
+    """A named exercise and the function that draws an instance from a seed."""
+
+    id: str
+    title: str
+    draw: Callable[[int], Drawn]
+    xp: int = 10

@@ -1,0 +1,335 @@
+"""Figures of lesson 1: step time against the tokens in the step, its parts, and an animation.
+
+`build(params)` makes one vectorized cost-model call for the whole lesson and returns the figure
+dicts together with the numbers the text quotes, so text and charts always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lessons.anim import animate
+from lessons.theme import color
+from sim.cost import Deployment, StepCosts, ridge_tokens, step_costs, weight_read_ms
+from sim.hardware import get_gpu
+from sim.models import get_model, kv_bytes_per_token, weight_bytes
+
+MAX_TOKENS = 16_384
+REF_TOKENS = 2_048
+PARTS = (
+    ("linear_ms", "linear layers", "compute"),
+    ("attention_ms", "attention", "attention"),
+    ("lm_head_ms", "LM head", "lm_head"),
+    ("comm_ms", "GPU-to-GPU exchange", "comm"),
+    ("overhead_ms", "fixed overhead", "overhead"),
+)
+
+
+@dataclass(frozen=True)
+class Params:
+    """Everything the lesson's controls set."""
+
+    gpu: str = "H100-SXM"
+    model: str = "Llama-3.1-8B"
+    dtype: str = "bf16"
+    tp: int = 1
+    tokens: int = 2_048
+    decodes: int = 64
+    context_tokens: int = 2_048
+
+
+def _batch(tokens: np.ndarray, decodes: int, context: int) -> dict[str, np.ndarray]:
+    """One prompt chunk of `tokens` (no prior context) plus `decodes` one-token decodes."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    return {
+        "query_tokens": tokens + decodes,
+        "num_seqs": 1 + decodes + 0 * tokens,
+        "kv_read_tokens": decodes * context + 0 * tokens,
+        "attn_pairs": tokens * (tokens + 1) // 2 + decodes * (context + 1),
+    }
+
+
+def _take(costs: StepCosts, index) -> dict[str, np.ndarray]:
+    names = ["step_ms", "memory_bound"] + [name for name, _, _ in PARTS]
+    return {name: np.asarray(getattr(costs, name))[index] for name in names}
+
+
+def grid(max_tokens: int = MAX_TOKENS, points: int = 97) -> np.ndarray:
+    """Token counts on a log scale from 1 to `max_tokens`."""
+    return np.unique(np.geomspace(1, max_tokens, points).round().astype(np.int64))
+
+
+def compute(p: Params) -> dict:
+    """All cost-model numbers the lesson needs, from one vectorized call."""
+    dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
+    xs = grid()
+    anim_xs = grid(points=41)
+    chunks = [
+        _batch(xs, 0, 0),  # prompt only
+        _batch(xs, p.decodes, p.context_tokens),  # with the running decodes
+        _batch(np.array([p.tokens]), 0, 0),
+        _batch(np.array([p.tokens]), p.decodes, p.context_tokens),
+        _batch(np.array([REF_TOKENS]), 0, 0),
+        _batch(anim_xs, 0, 0),
+    ]
+    sizes = np.cumsum([0] + [len(c["query_tokens"]) for c in chunks])
+    merged = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+    costs = step_costs(dep, **merged)
+    parts = [_take(costs, slice(sizes[i], sizes[i + 1])) for i in range(len(chunks))]
+    model = get_model(p.model)
+    kv_gb = p.decodes * p.context_tokens * kv_bytes_per_token(model, p.dtype, p.tp) / 1e9
+    return {
+        "deployment": dep,
+        "xs": xs,
+        "anim_xs": anim_xs,
+        "prompt": parts[0],
+        "with_kv": parts[1],
+        "at_n": parts[2],
+        "at_n_kv": parts[3],
+        "ref": parts[4],
+        "anim": parts[5],
+        "weight_read_ms": weight_read_ms(dep),
+        "ridge_tokens": ridge_tokens(dep),
+        "weight_gb": weight_bytes(model, p.dtype, p.tp) / 1e9,
+        "kv_gb": kv_gb,
+    }
+
+
+def numbers(p: Params, c: dict) -> dict:
+    """The values the lesson text quotes, all taken from `c`."""
+    seed = step_costs(
+        Deployment(gpu=p.gpu, model="Llama-3.1-8B"),
+        **_batch(np.array([1, REF_TOKENS]), 0, 0),
+        assumptions="seed",
+    )
+    ref_ms = float(c["ref"]["step_ms"][0])
+    return {
+        "gpu_name": get_gpu(p.gpu).name,
+        "model_name": p.model,
+        "dtype": p.dtype.upper(),
+        "tp_phrase": "" if p.tp == 1 else f", split over {p.tp} GPUs",
+        "weight_gb": c["weight_gb"],
+        "weight_read_ms": c["weight_read_ms"],
+        "ridge_tokens": int(round(c["ridge_tokens"])),
+        "ref_tokens": REF_TOKENS,
+        "ref_ms": ref_ms,
+        "ref_ratio": ref_ms / c["weight_read_ms"],
+        "decodes": p.decodes,
+        "context_tokens": p.context_tokens,
+        "kv_gb": c["kv_gb"],
+        "n_tokens": p.tokens,
+        "n_ms": float(c["at_n"]["step_ms"][0]),
+        "n_ms_with_kv": float(c["at_n_kv"]["step_ms"][0]),
+        "n_bound": "memory" if bool(c["at_n"]["memory_bound"][0]) else "compute",
+        "max_tokens": MAX_TOKENS,
+        "seed_weight_ms": float(seed.step_ms[0]),
+        "seed_2048_ms": float(seed.step_ms[1]),
+    }
+
+
+def _axes_titles(layout: dict, x: str, y: str, xkey="xaxis", ykey="yaxis") -> None:
+    layout.setdefault(xkey, {})["title"] = {"text": x}
+    layout.setdefault(ykey, {})["title"] = {"text": y}
+
+
+def curve_figure(p: Params, c: dict) -> dict:
+    """Step time against tokens: the floor, the slope, the ridge, and the KV-read curve."""
+    xs = c["xs"].tolist()
+    y_prompt = c["prompt"]["step_ms"]
+    y_kv = c["with_kv"]["step_ms"]
+    top = float(max(y_prompt.max(), y_kv.max())) * 1.3
+    bottom = float(min(y_prompt.min(), y_kv.min())) * 0.7
+    ridge = float(c["ridge_tokens"])
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "prompt tokens only",
+            "x": xs,
+            "y": y_prompt.tolist(),
+            "line": {"color": color("decode"), "width": 3},
+            "hovertemplate": "%{x:,} tokens: %{y:.1f} ms<extra>prompt only</extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"plus {p.decodes:,} decodes reading {p.context_tokens:,} tokens of KV each",
+            "x": xs,
+            "y": y_kv.tolist(),
+            "line": {"color": color("prefill"), "width": 3, "dash": "dash"},
+            "hovertemplate": "%{x:,} tokens: %{y:.1f} ms<extra>with decodes</extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"weight read: {c['weight_read_ms']:.1f} ms",
+            "x": [xs[0], xs[-1]],
+            "y": [c["weight_read_ms"]] * 2,
+            "line": {"color": color("neutral"), "width": 1, "dash": "dot"},
+            "hoverinfo": "skip",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"ridge: {ridge:,.0f} tokens",
+            "x": [ridge, ridge],
+            "y": [bottom, top],
+            "line": {"color": color("highlight"), "width": 2, "dash": "dot"},
+            "hoverinfo": "skip",
+        },
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": f"your step: {p.tokens:,} tokens",
+            "x": [p.tokens, p.tokens],
+            "y": [float(c["at_n"]["step_ms"][0]), float(c["at_n_kv"]["step_ms"][0])],
+            "marker": {"size": 12, "color": color("neutral"), "symbol": "diamond"},
+            "hovertemplate": "%{x:,} tokens: %{y:.1f} ms<extra>your step</extra>",
+        },
+    ]
+    layout = {
+        "title": {"text": f"Step time on {p.gpu}, {p.model} ({p.dtype.upper()}, TP {p.tp})"},
+        "xaxis": {"type": "log"},
+        "yaxis": {"type": "log", "range": [np.log10(bottom), np.log10(top)]},
+        "legend": {"orientation": "h", "y": -0.25},
+        "height": 460,
+        "margin": {"t": 60, "b": 40},
+    }
+    _axes_titles(layout, "tokens in the step (log scale)", "step time (ms, log scale)")
+    return {"data": data, "layout": layout}
+
+
+def _bars(at: dict) -> list[dict]:
+    return [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": label,
+            "y": ["prompt only", "with decodes"],
+            "x": [float(v) for v in at[name]],
+            "marker": {"color": color(role)},
+            "hovertemplate": "%{x:.2f} ms<extra>" + label + "</extra>",
+        }
+        for name, label, role in PARTS
+    ]
+
+
+def parts_figure(p: Params, c: dict) -> dict:
+    """Stacked bars of the step's parts at the slider's token count, without and with decodes."""
+    both = {name: np.array([c["at_n"][name][0], c["at_n_kv"][name][0]]) for name, _, _ in PARTS}
+    layout = {
+        "title": {"text": f"Where the time goes in a step of {p.tokens:,} prompt tokens"},
+        "barmode": "stack",
+        "height": 300,
+        "legend": {"orientation": "h", "y": -0.35},
+        "margin": {"t": 50, "b": 40},
+    }
+    _axes_titles(layout, "time (ms)", "step")
+    return {"data": _bars(both), "layout": layout}
+
+
+def animation_figure(p: Params, c: dict) -> dict:
+    """The step grows from 1 token: a dot moves along the curve, the parts bar follows."""
+    xs = c["anim_xs"]
+    anim = c["anim"]
+    y_all = c["prompt"]["step_ms"]
+    x_max = float(anim["step_ms"].max()) * 1.05
+
+    def frame_data(i: int) -> list[dict]:
+        bound = "memory-bound" if bool(anim["memory_bound"][i]) else "compute-bound"
+        marker = {
+            "type": "scatter",
+            "mode": "markers+text",
+            "x": [int(xs[i])],
+            "y": [float(anim["step_ms"][i])],
+            "text": [f"{int(xs[i]):,} tokens: {anim['step_ms'][i]:.1f} ms ({bound})"],
+            "textposition": "top left",
+            "marker": {"size": 14, "color": color("highlight")},
+            "showlegend": False,
+            "xaxis": "x",
+            "yaxis": "y",
+        }
+        bars = [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": label,
+                "y": ["this step"],
+                "x": [float(anim[name][i])],
+                "marker": {"color": color(role)},
+                "xaxis": "x2",
+                "yaxis": "y2",
+            }
+            for name, label, role in PARTS
+        ]
+        return [marker, *bars]
+
+    static = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "step time",
+            "x": c["xs"].tolist(),
+            "y": y_all.tolist(),
+            "line": {"color": color("decode"), "width": 3},
+            "xaxis": "x",
+            "yaxis": "y",
+            "showlegend": False,
+        }
+    ]
+    frames = [
+        {"data": frame_data(i), "traces": list(range(1, 1 + 1 + len(PARTS)))}
+        for i in range(len(xs))
+    ]
+    figure = {
+        "data": static + frames[0]["data"],
+        "layout": {
+            "title": {"text": "Growing the step, one frame per size"},
+            "xaxis": {"type": "log", "domain": [0, 0.55], "range": [0, np.log10(MAX_TOKENS) + 0.1]},
+            "yaxis": {
+                "type": "log",
+                "range": [np.log10(float(y_all.min()) * 0.7), np.log10(float(y_all.max()) * 1.5)],
+            },
+            "xaxis2": {"domain": [0.65, 1], "range": [0, x_max], "anchor": "y2"},
+            "yaxis2": {"anchor": "x2", "showticklabels": False},
+            "barmode": "stack",
+            "height": 460,
+            "legend": {"orientation": "h", "y": 1.12, "x": 0.65},
+        },
+    }
+    layout = figure["layout"]
+    _axes_titles(layout, "tokens in the step (log scale)", "step time (ms, log scale)")
+    _axes_titles(layout, "time of this step by part (ms)", "", "xaxis2", "yaxis2")
+    labels = [f"{int(x):,}" for x in xs]
+    return animate(figure, frames, labels, prefix="tokens in the step: ")
+
+
+def build(p: Params) -> dict:
+    """Every figure and number of the lesson, from one cost-model evaluation."""
+    c = compute(p)
+    nums = numbers(p, c)
+    return {
+        "numbers": nums,
+        "curve": curve_figure(p, c),
+        "parts": parts_figure(p, c),
+        "anim": animation_figure(p, c),
+        "alt": {
+            "curve": (
+                f"Line chart, log-log: step time against tokens in the step on {p.gpu} with "
+                f"{p.model}. Flat at about {nums['weight_read_ms']:.1f} ms up to the ridge near "
+                f"{nums['ridge_tokens']:,} tokens, then rising in proportion; a {REF_TOKENS:,}-"
+                f"token step takes {nums['ref_ms']:.1f} ms. A second curve adds {p.decodes:,} "
+                "decodes and their KV-cache reads."
+            ),
+            "parts": (
+                f"Stacked bars: the parts of a {p.tokens:,}-token step, {nums['n_ms']:.1f} ms "
+                f"alone and {nums['n_ms_with_kv']:.1f} ms with the running decodes."
+            ),
+            "anim": (
+                "Animation: a dot moves along the step-time curve as the step grows from 1 to "
+                f"{MAX_TOKENS:,} tokens, with a bar of the step's parts beside it."
+            ),
+        },
+    }

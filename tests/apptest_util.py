@@ -1,0 +1,46 @@
+"""Helpers for AppTest page tests: run the app frame on a page, read chart JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+
+
+def run_page(page: str | None = None, *, query: dict | None = None, timeout: float = 30) -> AppTest:
+    """Run the real frame (app.py) and switch to `page` (a path like "pages/practice.py")."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    """Every Plotly chart on the page as {data, layout, frames} dicts."""
+    return [json.loads(node.proto.spec) for node in at.get("plotly_chart")]
+
+
+def trace_values(chart: dict, axis: str = "y") -> list[list[float]]:
+    """Decoded values of `axis` for each trace (Plotly sends arrays as base64 typed arrays)."""
+    import base64
+
+    import numpy as np
+
+    out = []
+    for trace in chart["data"]:
+        value = trace.get(axis)
+        if isinstance(value, dict) and "bdata" in value:
+            arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+            out.append(arr.tolist())
+        else:
+            out.append(list(value or []))
+    return out

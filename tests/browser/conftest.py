@@ -1,0 +1,128 @@
+"""Browser-test fixtures: one Streamlit server per session and Debian's headless Chromium.
+
+Never `playwright install` (it downloads a browser, which this network refuses): we launch
+/usr/bin/chromium. Without it every browser test is skipped with one loud reason, and the rest of
+the suite still runs. Screenshots go to test-output/screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-output" / "screenshots"
+CHROMIUM = os.environ.get("STEPWISE_CHROMIUM", "/usr/bin/chromium")
+NO_BROWSER = None if Path(CHROMIUM).exists() else f"no browser at {CHROMIUM}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if NO_BROWSER is None:
+        return
+    marker = pytest.mark.skip(
+        reason=f"BROWSER TESTS SKIPPED: {NO_BROWSER} (apt-get install chromium)"
+    )
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(marker)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if NO_BROWSER is not None:
+        terminalreporter.write_line(
+            f"!!! BROWSER TESTS SKIPPED: {NO_BROWSER}; install Debian's chromium to run them !!!",
+            red=True,
+            bold=True,
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """Start `streamlit run app.py` on a free loopback port; stop it after the session."""
+    if NO_BROWSER is not None:
+        pytest.skip(NO_BROWSER)
+    port = _free_port()
+    log = (ROOT / "test-output").joinpath("server.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless=true",
+                "--server.address=127.0.0.1",
+                f"--server.port={port}",
+                "--browser.gatherUsageStats=false",
+                "--server.fileWatcherType=none",
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as resp:
+                if resp.read() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.terminate()
+        pytest.fail(f"streamlit did not become healthy; see {log}")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    }
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+
+
+@pytest.fixture(scope="session")
+def shots() -> Path:
+    """The screenshot folder, emptied once per session."""
+    if SHOTS.exists():
+        shutil.rmtree(SHOTS)
+    SHOTS.mkdir(parents=True)
+    return SHOTS

@@ -1,0 +1,45 @@
+"""Waiting on a Streamlit page the reliable way (see TOOLCHAIN.md section 3)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+READY = (
+    "() => document.querySelector('[data-testid=stApp]')"
+    "?.getAttribute('data-test-script-state') === 'notRunning'"
+)
+CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
+
+
+def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000) -> None:
+    """Load a URL and wait until the script has run and `charts` Plotly charts are drawn."""
+    page.goto(url)
+    page.wait_for_function(READY, timeout=timeout_ms)
+    if charts:
+        expect(page.locator(CHART)).to_have_count(charts, timeout=timeout_ms)
+        page.wait_for_function(
+            "n => [...document.querySelectorAll('" + CHART + "')]"
+            ".filter(g => g._fullLayout).length >= n",
+            arg=charts,
+            timeout=timeout_ms,
+        )
+
+
+def chart_state(page: Page, index: int = 0) -> dict:
+    """Frame count, current frame and first trace's y values of the index-th chart."""
+    return page.evaluate(
+        """i => {
+            const gd = document.querySelectorAll('"""
+        + CHART
+        + """')[i];
+            const fd = gd._fullData || [];
+            return {
+                frames: (gd._transitionData && gd._transitionData._frames || []).length,
+                current: gd._fullLayout._currentFrame ?? null,
+                slider: gd._fullLayout.sliders?.[0]?.active ?? null,
+                y: fd.map(t => Array.from(t.y || [])),
+                x: fd.map(t => Array.from(t.x || [])),
+            };
+        }""",
+        index,
+    )

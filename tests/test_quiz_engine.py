@@ -1,0 +1,81 @@
+"""The quiz engine's rules: bank validation, XP once per question, perfect and lesson bonuses."""
+
+import pytest
+
+from lessons.course import lessons
+from lessons.quiz.bank import BankError, load_bank
+from lessons.quiz.exercise import Drawn, ExerciseSpec
+from lessons.quiz.progress import XP_LESSON_DONE, XP_PERFECT_QUIZ, Progress
+
+
+def _bank(tmp_path, body: str):
+    path = tmp_path / "quiz.toml"
+    path.write_text('lesson = "demo"\n' + body)
+    return load_bank(path)
+
+
+Q = """
+[[question]]
+id = "{id}"
+prompt = "p"
+choices = ["a", "b", "c"]
+answer = {answer}
+explanation = "because"
+"""
+
+
+def test_bank_rejects_answer_out_of_range(tmp_path):
+    with pytest.raises(BankError, match="out of range"):
+        _bank(tmp_path, Q.format(id="q1", answer=3))
+
+
+def test_bank_rejects_duplicate_ids(tmp_path):
+    with pytest.raises(BankError, match="duplicate"):
+        _bank(tmp_path, Q.format(id="q1", answer=0) + Q.format(id="q1", answer=1))
+
+
+def test_every_course_bank_loads_with_enough_questions():
+    for lesson in lessons():
+        bank = lesson.bank()
+        assert bank.lesson == lesson.id
+        assert len(bank.questions) >= 5
+        assert len(lesson.exercises()) >= 1
+
+
+def _spec(answer: float) -> ExerciseSpec:
+    return ExerciseSpec(
+        id="ex", title="t", draw=lambda seed: Drawn("p", answer + seed, "ms", "s", rtol=0.05)
+    )
+
+
+def test_xp_rules_perfect_and_lesson_bonus(tmp_path):
+    bank = _bank(tmp_path, Q.format(id="q1", answer=0) + Q.format(id="q2", answer=1))
+    spec = _spec(100.0)
+    prog = Progress()
+    assert prog.answer_question(bank, "q1", "a").xp_gained == 10
+    # Second question right at the first try: +10 and the perfect-quiz bonus.
+    fb = prog.answer_question(bank, "q2", "b")
+    assert fb.xp_gained == 10 + XP_PERFECT_QUIZ
+    assert prog.maybe_finish_lesson(bank, (spec,)) == 0  # exercise not solved yet
+    assert not prog.answer_exercise("demo", spec, spec.draw(0), 90.0).correct
+    assert prog.answer_exercise("demo", spec, spec.draw(0), 103.0).xp_gained == 10
+    assert prog.maybe_finish_lesson(bank, (spec,)) == XP_LESSON_DONE
+    assert prog.maybe_finish_lesson(bank, (spec,)) == 0
+    assert prog.xp == 10 + 10 + XP_PERFECT_QUIZ + 10 + XP_LESSON_DONE
+
+
+def test_no_perfect_bonus_after_a_wrong_first_try(tmp_path):
+    bank = _bank(tmp_path, Q.format(id="q1", answer=0) + Q.format(id="q2", answer=1))
+    prog = Progress()
+    assert prog.answer_question(bank, "q1", "b").xp_gained == 0
+    assert prog.answer_question(bank, "q1", "a").xp_gained == 10
+    assert prog.answer_question(bank, "q2", "b").xp_gained == 10
+    assert prog.xp == 20
+
+
+def test_exercise_tolerance():
+    drawn = Drawn("p", 100.0, "ms", "s", rtol=0.02)
+    assert drawn.is_correct(101.9)
+    assert not drawn.is_correct(102.5)
+    assert not drawn.is_correct(None)
+    assert not drawn.is_correct(float("nan"))

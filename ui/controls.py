@@ -1,0 +1,69 @@
+"""Controls bound to the URL, with a clear message when a link carries a bad value.
+
+Every control is `bind="query-params"`, so an instructor's link reopens a page in exactly the
+state they showed. Streamlit silently falls back to the default for an out-of-range URL value;
+these wrappers check the value first and say what was ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import streamlit as st
+
+from lessons.course import SITE_TEXT
+from lessons.text import section
+
+
+def _check_link(key: str, ok: Callable[[str], bool], expected: str, default) -> None:
+    value = st.query_params.get(key)
+    if value is not None and not ok(value):
+        st.warning(
+            section(
+                SITE_TEXT,
+                "bad-link",
+                {"key": key, "value": value, "expected": expected, "default": default},
+            ),
+            icon=":material/link_off:",
+        )
+
+
+def choice(label: str, options: Sequence, *, key: str, default, help: str | None = None, **kw):
+    """A selectbox bound to the URL."""
+    names = [str(o) for o in options]
+    _check_link(key, lambda v: v in names, "one of " + ", ".join(names), default)
+    return st.selectbox(
+        label,
+        options,
+        index=list(options).index(default),
+        key=key,
+        help=help,
+        bind="query-params",
+        **kw,
+    )
+
+
+def steps(label: str, options: Sequence[int], *, key: str, default: int, help: str | None = None):
+    """A slider over a fixed list of values (e.g. powers of two), bound to the URL."""
+    names = [str(o) for o in options]
+    expected = f"one of {names[0]}, {names[1]}, ..., {names[-1]}"
+    _check_link(key, lambda v: v in names, expected, default)
+    return st.select_slider(
+        label, options=list(options), value=default, key=key, help=help, bind="query-params"
+    )
+
+
+def integer(
+    label: str, lo: int, hi: int, *, key: str, default: int, step: int = 1, help: str | None = None
+) -> int:
+    """An integer slider bound to the URL."""
+
+    def ok(v: str) -> bool:
+        try:
+            n = int(v)
+        except ValueError:
+            return False
+        return lo <= n <= hi and (n - lo) % step == 0
+
+    _check_link(key, ok, f"a whole number from {lo:,} to {hi:,}", default)
+    return st.slider(label, lo, hi, default, step=step, key=key, help=help, bind="query-params")
