@@ -67,3 +67,45 @@ def integer(
 
     _check_link(key, ok, f"a whole number from {lo:,} to {hi:,}", default)
     return st.slider(label, lo, hi, default, step=step, key=key, help=help, bind="query-params")
+
+
+BUDGETS = [256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768]
+
+
+def scheduler_limits(gpu: str, *, key_prefix: str = "") -> dict[str, int]:
+    """The token budget and max_num_seqs: vLLM's defaults for `gpu`, or the learner's own.
+
+    Returns {"max_num_batched_tokens": N, "max_num_seqs": N}.
+    """
+    from sim.hardware import default_batch_limits
+
+    defaults = default_batch_limits(gpu, usage="server")
+    use_defaults = st.toggle(
+        "Use vLLM's defaults for this GPU",
+        value=True,
+        key=f"{key_prefix}defaults",
+        help=section(SITE_TEXT, "defaults-help"),
+        bind="query-params",
+    )
+    if use_defaults:
+        st.caption(section(SITE_TEXT, "defaults-on", {"gpu": gpu, **defaults}))
+        return dict(defaults)
+    left, right = st.columns(2)
+    with left:
+        budget = steps(
+            "Token budget (max_num_batched_tokens)",
+            BUDGETS,
+            key=f"{key_prefix}budget",
+            default=defaults["max_num_batched_tokens"]
+            if defaults["max_num_batched_tokens"] in BUDGETS
+            else 2048,
+        )
+    with right:
+        seqs = integer(
+            "Sequence budget (max_num_seqs)",
+            1,
+            1024,
+            key=f"{key_prefix}seqs",
+            default=min(defaults["max_num_seqs"], 1024),
+        )
+    return {"max_num_batched_tokens": int(budget), "max_num_seqs": int(seqs)}

@@ -1,0 +1,122 @@
+"""KV block accounting: block arithmetic, and the block pool used when prefix caching is on.
+
+Without prefix caching a request's blocks are interchangeable, so the scheduler keeps only counts
+(blocks held per request, free blocks) as NumPy arrays and never needs this pool. With prefix
+caching, which blocks survive in the cache depends on vLLM's free-queue order, so
+`PrefixCachePool` models vLLM's `BlockPool` (block_pool.py) block by block: ref counts, a hash per
+full block, the free queue (freed unhashed blocks at the front, freed hashed blocks at the back in
+LRU order, allocation from the front evicting hashes), and the hash map whose first entry a lookup
+returns. Block identity (shared with the reference scheduler): block j of request r is
+("p", prefix_id, j) while it lies inside the request's shared prefix, else ("r", r, j).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+
+def cdiv(a, b):
+    """Ceiling division for ints and integer arrays."""
+    return -(-a // b)
+
+
+class PrefixCachePool:
+    """vLLM's block pool with prefix caching. Block 0 is the null block and is never handed out.
+
+    Operations cost Python work per block touched (the price of exact LRU and hash-map order);
+    the scheduler calls it only when `enable_prefix_caching` is on.
+    """
+
+    def __init__(
+        self,
+        num_gpu_blocks: int,
+        block_size: int,
+        prefix_id: np.ndarray,
+        prefix_tokens: np.ndarray,
+    ) -> None:
+        self.block_size = block_size
+        # Unhashed free blocks: interchangeable; the end of the list is the front of the queue.
+        self._free_unhashed: list[int] = list(range(num_gpu_blocks - 1, 0, -1))
+        # Hashed free blocks in queue order (first = next to be evicted).
+        self._lru: OrderedDict[int, None] = OrderedDict()
+        self._ref = [0] * num_gpu_blocks
+        self._hash: list[tuple | None] = [None] * num_gpu_blocks
+        self._cached: dict[tuple, list[int]] = {}
+        n = int(prefix_id.shape[0])
+        self._tables: list[list[int]] = [[] for _ in range(n)]
+        self._num_cached = [0] * n
+        # Number of leading blocks of each request that are prefix blocks.
+        self._prefix_blocks = np.where(prefix_id >= 0, prefix_tokens // block_size, 0).tolist()
+        self._prefix_id = prefix_id.tolist()
+
+    @property
+    def num_free(self) -> int:
+        return len(self._free_unhashed) + len(self._lru)
+
+    def _key(self, r: int, j: int) -> tuple:
+        if j < self._prefix_blocks[r]:
+            return ("p", self._prefix_id[r], j)
+        return ("r", r, j)
+
+    def lookup(self, r: int, num_tokens: int) -> tuple[list[int], int]:
+        """Cached blocks a request with `num_tokens` known tokens would hit (longest run of full
+        blocks, capped at num_tokens - 1 tokens), and how many of them sit in the free queue."""
+        hits: list[int] = []
+        for j in range((num_tokens - 1) // self.block_size):
+            blocks = self._cached.get(self._key(r, j))
+            if not blocks:
+                break
+            hits.append(blocks[0])
+        evictable = sum(1 for b in hits if self._ref[b] == 0)
+        return hits, evictable
+
+    def take_hits(self, r: int, hits: list[int]) -> None:
+        """Share the hit blocks with request r (touch: out of the free queue, ref count + 1)."""
+        for b in hits:
+            if self._ref[b] == 0:
+                del self._lru[b]
+            self._ref[b] += 1
+        self._tables[r].extend(hits)
+        self._num_cached[r] = len(hits)
+
+    def allocate(self, r: int, count: int) -> None:
+        """Append `count` blocks from the front of the free queue to r (evicting their hashes)."""
+        table = self._tables[r]
+        for _ in range(count):
+            if self._free_unhashed:
+                b = self._free_unhashed.pop()
+            else:
+                b, _ = self._lru.popitem(last=False)
+                key = self._hash[b]
+                owners = self._cached[key]
+                owners.remove(b)
+                if not owners:
+                    del self._cached[key]
+                self._hash[b] = None
+            self._ref[b] = 1
+            table.append(b)
+
+    def cache(self, r: int, num_full_blocks: int) -> None:
+        """Hash r's blocks that are now full of known, scheduled tokens."""
+        table = self._tables[r]
+        for j in range(self._num_cached[r], num_full_blocks):
+            b = table[j]
+            key = self._key(r, j)
+            self._hash[b] = key
+            self._cached.setdefault(key, []).append(b)
+        self._num_cached[r] = max(self._num_cached[r], num_full_blocks)
+
+    def free(self, r: int) -> None:
+        """Release all of r's blocks, tail first: hashed to the back, unhashed to the front."""
+        table = self._tables[r]
+        for b in reversed(table):
+            self._ref[b] -= 1
+            if self._ref[b] == 0:
+                if self._hash[b] is not None:
+                    self._lru[b] = None
+                else:
+                    self._free_unhashed.append(b)
+        table.clear()
+        self._num_cached[r] = 0

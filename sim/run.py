@@ -1,0 +1,87 @@
+"""`Run`: everything one simulated run produced, as NumPy arrays (the contract `metrics` reads).
+
+Per step (index k-1 for step k), per sampled output token (emission order) and per request.
+Step replays (`run_steps`) have no clock: their time arrays are NaN. Timed runs (`run_timed`)
+fill step_start_s/step_ms and the per-request times (a token is out at the end of its step).
+`detail` holds, only when asked for, the per-step lists (scheduled pairs, preempted, finished,
+new, resumed, sampled, running and waiting order) that a replay turns into vLLM's JSON schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.config import SchedulerConfig
+from sim.workload import Workload
+
+
+@dataclass(frozen=True, eq=False)
+class StepDetail:
+    """One step, request indices in vLLM's order. `scheduled` pairs (request, tokens)."""
+
+    step: int
+    arrived: np.ndarray
+    scheduled_req: np.ndarray
+    scheduled_tokens: np.ndarray
+    new: np.ndarray
+    resumed: np.ndarray
+    preempted: np.ndarray
+    sampled: np.ndarray
+    finished: np.ndarray
+    running: np.ndarray
+    waiting: np.ndarray
+    kv_blocks_used_after_schedule: int
+    kv_blocks_used: int
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """The result of one run. Arrays are read-only by convention; do not mutate them."""
+
+    config: SchedulerConfig
+    workload: Workload
+    kv_blocks_usable: int
+    num_steps: int
+    timed: bool
+    # per step
+    num_scheduled_tokens: np.ndarray
+    num_scheduled_seqs: np.ndarray
+    kv_read_tokens: np.ndarray
+    attn_pairs: np.ndarray
+    num_running: np.ndarray
+    num_waiting: np.ndarray
+    kv_blocks_used: np.ndarray
+    num_preempted: np.ndarray
+    num_finished: np.ndarray
+    step_start_s: np.ndarray
+    step_ms: np.ndarray
+    # per sampled output token, in emission order
+    token_req: np.ndarray
+    token_step: np.ndarray
+    # per request
+    first_scheduled_step: np.ndarray
+    first_token_step: np.ndarray
+    finish_step: np.ndarray
+    num_preemptions: np.ndarray
+    num_output_tokens: np.ndarray
+    num_recomputed_tokens: np.ndarray
+    num_prefix_hit_tokens: np.ndarray
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    scheduler_seconds: float = 0.0
+    detail: list[StepDetail] | None = field(default=None)
+
+    @property
+    def total_preemptions(self) -> int:
+        return int(self.num_preemptions.sum())
+
+    @property
+    def token_s(self) -> np.ndarray:
+        """Emission time of every sampled token (end of its step); NaN for step replays."""
+        if not self.timed:
+            return np.full(self.token_step.shape[0], np.nan)
+        end = self.step_start_s + self.step_ms / 1e3
+        return end[self.token_step - 1]

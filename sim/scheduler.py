@@ -1,0 +1,724 @@
+"""vLLM v1's scheduler, step for step, with its state as NumPy arrays indexed by request.
+
+One step = arrivals, one `schedule()` (running requests first, then the waiting queue), one output
+update (sample, stop, free), exactly as SCHEDULER.md (a)-(d), (f) describe vLLM 0.33.0. Inside a
+step the work is array operations over the running list or the waiting queue: cumulative sums of
+the tokens asked for against the budget, cumulative block needs against the free blocks, and the
+first index where either runs out. A preemption is an event: the pass stops at the request that
+cannot get blocks, the victims are chosen by the policy, and the pass resumes from there (SCHEDULER
+f1's cursor rule). Quiet runs of steps (only decodes, nobody admissible, blocks sufficient, no
+arrival, no finish) are computed at once ("Vectorize over steps too", ARCHITECTURE.md), still
+exactly step by step.
+
+Prefix caching needs vLLM's block-level LRU (`sim.kv.PrefixCachePool`); with it on, block
+bookkeeping and the admission of waiting requests go request by request through that pool (the
+cache hits of one admission depend on the blocks the previous one hashed or evicted).
+
+Public: `run_steps` (arrivals in steps, for replays and lessons). Timed runs: `sim.timed`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from sim.config import SchedulerConfig
+from sim.errors import SimInputError
+from sim.kv import PrefixCachePool, cdiv
+from sim.policy import make_policy
+from sim.run import Run, StepDetail
+from sim.workload import Workload
+
+NOT_ARRIVED, WAITING, RUNNING, FINISHED = 0, 1, 2, 3
+DEFAULT_MAX_STEPS = 5_000_000
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+# A step-time model for timed runs: arrays over steps in, step durations in ms out.
+StepTimer = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+_FIELDS = (
+    "num_scheduled_tokens",
+    "num_scheduled_seqs",
+    "kv_read_tokens",
+    "attn_pairs",
+    "num_running",
+    "num_waiting",
+    "kv_blocks_used",
+    "num_preempted",
+    "num_finished",
+)
+
+
+class _StepLog:
+    """Per-step records: single steps as Python rows, quiet runs as array blocks."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+        self.blocks: list[np.ndarray] = []
+        self.times: list[np.ndarray] = []
+        self.time_rows: list[tuple[float, float]] = []
+
+    def _flush(self) -> None:
+        if self.rows:
+            self.blocks.append(np.array(self.rows, dtype=np.int64).reshape(-1, len(_FIELDS)))
+            self.times.append(np.array(self.time_rows, dtype=np.float64).reshape(-1, 2))
+            self.rows = []
+            self.time_rows = []
+
+    def add_row(self, row: tuple, start_s: float, ms: float) -> None:
+        self.rows.append(row)
+        self.time_rows.append((start_s, ms))
+
+    def add_block(self, block: np.ndarray, start_s: np.ndarray, ms: np.ndarray) -> None:
+        self._flush()
+        self.blocks.append(block)
+        self.times.append(np.stack((start_s, ms), axis=1))
+
+    def arrays(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        self._flush()
+        if self.blocks:
+            table = np.concatenate(self.blocks)
+            times = np.concatenate(self.times)
+        else:
+            table = np.zeros((0, len(_FIELDS)), dtype=np.int64)
+            times = np.zeros((0, 2))
+        cols = {name: np.ascontiguousarray(table[:, i]) for i, name in enumerate(_FIELDS)}
+        return cols, np.ascontiguousarray(times[:, 0]), np.ascontiguousarray(times[:, 1])
+
+
+class Engine:
+    """The scheduler state of one run and the step loop. Use `run_steps` / `sim.timed.run_timed`."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        workload: Workload,
+        *,
+        timer: StepTimer | None = None,
+        record_detail: bool = False,
+        max_steps: int | None = None,
+        batch_quiet_runs: bool = True,
+    ) -> None:
+        if not isinstance(config, SchedulerConfig):
+            raise SimInputError("config must be a SchedulerConfig")
+        if not isinstance(workload, Workload):
+            raise SimInputError("workload must be a sim.workload.Workload")
+        self.cfg = config
+        self.wl = workload
+        self.timer = timer
+        self.timed = timer is not None
+        self.record_detail = record_detail
+        self.batch_quiet_runs = batch_quiet_runs  # False: one step at a time (for tests)
+        self.max_steps = DEFAULT_MAX_STEPS if max_steps is None else int(max_steps)
+        n = workload.num_requests
+        self.n = n
+        self.bs = config.block_size
+        self.budget_max = config.max_num_batched_tokens
+        self.mml = config.max_model_len
+        self.max_seqs = config.max_num_seqs
+        self.thr = config.long_prefill_token_threshold
+        self.chunked = config.enable_chunked_prefill
+        self.reserve_full = config.scheduler_reserve_full_isl
+        self.wm_blocks = config.watermark_blocks
+        self.usable = config.kv_blocks_usable
+
+        self.prompt = np.asarray(workload.prompt_tokens, dtype=np.int64)
+        self.max_out = np.asarray(workload.output_tokens, dtype=np.int64)
+        too_long = np.flatnonzero(self.prompt >= self.mml)
+        if too_long.size:
+            i = int(too_long[0])
+            raise SimInputError(
+                f"request {workload.request_ids[i]!r} has a {int(self.prompt[i])}-token prompt, "
+                f"not shorter than max_model_len={self.mml} (vLLM rejects it)"
+                + (f"; {too_long.size} such requests" if too_long.size > 1 else "")
+            )
+        if self.timed:
+            if workload.arrival_s is None:
+                raise SimInputError("a timed run needs arrival_s (seconds) in the workload")
+            arrival_key = np.asarray(workload.arrival_s, dtype=np.float64)
+            arrival_time = arrival_key
+        else:
+            if workload.arrival_step is None:
+                raise SimInputError("a step replay needs arrival_step in the workload")
+            arrival_key = np.asarray(workload.arrival_step, dtype=np.int64)
+            # The recordings' arrival_time: arrival_step + i * 1e-6 (SCHEDULER f6).
+            arrival_time = arrival_key.astype(np.float64) + np.arange(n) * 1e-6
+        self.arrival_order = np.argsort(arrival_key, kind="stable")
+        self.arrival_sorted = arrival_key[self.arrival_order]
+        self.arrival_ptr = 0
+        self.policy = make_policy(
+            config.policy,
+            priority=workload.priority,
+            arrival_time=arrival_time,
+            request_ids=workload.request_ids,
+        )
+
+        self.num_tokens = self.prompt.copy()
+        self.computed = np.zeros(n, dtype=np.int64)
+        self.num_output = np.zeros(n, dtype=np.int64)
+        self.blocks = np.zeros(n, dtype=np.int64)
+        self.status = np.zeros(n, dtype=np.int8)
+        self.num_preemptions = np.zeros(n, dtype=np.int64)
+        self.recomputed = np.zeros(n, dtype=np.int64)
+        self.hit_tokens = np.zeros(n, dtype=np.int64)
+        self.first_sched = np.zeros(n, dtype=np.int64)
+        self.first_token = np.zeros(n, dtype=np.int64)
+        self.finish = np.zeros(n, dtype=np.int64)
+        self.sched = np.zeros(n, dtype=np.int64)  # tokens scheduled in the current step
+        self.running = _EMPTY
+        self.waiting = _EMPTY
+        self.free = self.usable
+        self.num_finished = 0
+        self.pool = (
+            PrefixCachePool(
+                config.num_gpu_blocks,
+                self.bs,
+                np.asarray(workload.prefix_id, dtype=np.int64),
+                np.asarray(workload.prefix_tokens, dtype=np.int64),
+            )
+            if config.enable_prefix_caching
+            else None
+        )
+
+        self.step = 0  # number of steps done
+        self.now_s = 0.0
+        self.log = _StepLog()
+        self.tok_req: list[np.ndarray] = []
+        self.tok_step: list[np.ndarray] = []
+        self.detail: list[StepDetail] | None = [] if record_detail else None
+        self.arrived_now = _EMPTY
+
+    # ----------------------------------------------------------------------------- arrivals
+    def _next_arrival(self):
+        if self.arrival_ptr >= self.n:
+            return None
+        return self.arrival_sorted[self.arrival_ptr]
+
+    def _add_arrivals(self, upto) -> None:
+        """Add every request whose arrival key is <= upto (list order within a tie)."""
+        end = int(np.searchsorted(self.arrival_sorted, upto, side="right"))
+        if end > self.arrival_ptr:
+            new = self.arrival_order[self.arrival_ptr : end]
+            # Arrivals join in list order (stable sort keeps list order within one key).
+            self.arrival_ptr = end
+            self.status[new] = WAITING
+            self.waiting = self.policy.enqueue(self.waiting, new)
+            self.arrived_now = new
+        else:
+            self.arrived_now = _EMPTY
+
+    # ----------------------------------------------------------------------------- one step
+    def _schedule(self):
+        """One `schedule()` call. Returns (scheduled requests, tokens, preempted, admitted)."""
+        R = self.running
+        W = self.waiting
+        thr_on = self.thr > 0 and (R.shape[0] + W.shape[0]) > 1
+        budget = self.budget_max
+        free = self.free
+        sched = self.sched
+        computed = self.computed
+        blocks = self.blocks
+        bs = self.bs
+        pool = self.pool
+        preempted: list[int] = []
+        pos = 0
+        # ---------------- RUNNING loop (a3), vectorized between preemption events
+        while pos < R.shape[0] and budget > 0:
+            idx = R[pos:]
+            comp = computed[idx]
+            w = self.num_tokens[idx] - comp
+            if thr_on:
+                np.minimum(w, self.thr, out=w)
+            np.minimum(w, self.mml - comp - 1, out=w)
+            np.maximum(w, 0, out=w)
+            cs = np.cumsum(w)
+            c = np.clip(budget - (cs - w), 0, w)
+            need = cdiv(comp + c, bs) - blocks[idx]
+            need[c == 0] = 0
+            cn = np.cumsum(need)
+            fail = cn > free
+            if not fail[-1]:
+                sched[idx] = c
+                blocks[idx] += need
+                if pool is not None:
+                    self._pool_alloc(idx, c, need)
+                budget -= int(c.sum())
+                free -= int(cn[-1])
+                break
+            f = int(np.argmax(fail))
+            if f:
+                head = idx[:f]
+                sched[head] = c[:f]
+                blocks[head] += need[:f]
+                if pool is not None:
+                    self._pool_alloc(head, c[:f], need[:f])
+                budget -= int(c[:f].sum())
+                free -= int(cn[f - 1])
+            r = int(idx[f])
+            cur = pos + f
+            c_r = int(c[f])
+            need_r = int(need[f])
+            while True:  # the preemption loop (c1-c4), one iteration per victim
+                vp = self.policy.victim(R)
+                v = int(R[vp])
+                R = np.delete(R, vp)
+                if pool is None:
+                    free += int(blocks[v])
+                else:
+                    pool.free(v)
+                    free = pool.num_free
+                blocks[v] = 0
+                self.recomputed[v] += computed[v]
+                computed[v] = 0
+                if vp < cur:  # already scheduled in this step: give its tokens back (f1)
+                    budget += int(sched[v])
+                    sched[v] = 0
+                    cur -= 1
+                self.num_preemptions[v] += 1
+                self.status[v] = WAITING
+                preempted.append(v)
+                if v == r:  # preempted itself: the cursor stays, the list moved up
+                    pos = cur
+                    break
+                if need_r <= free:
+                    sched[r] = c_r
+                    blocks[r] += need_r
+                    if pool is not None:
+                        self._pool_alloc(np.array([r]), np.array([c_r]), np.array([need_r]))
+                    free -= need_r
+                    budget -= c_r
+                    pos = cur + 1
+                    break
+        # ---------------- WAITING loop (a4), only if nobody was preempted
+        admitted = _EMPTY
+        if not preempted and W.shape[0] and budget > 0 and R.shape[0] < self.max_seqs:
+            kmax = min(W.shape[0], self.max_seqs - R.shape[0], budget)
+            if pool is None:
+                f, c, alloc = self._admit_counts(W[:kmax], R.shape[0], budget, free, thr_on)
+                admitted = W[:f]
+                if f:
+                    sched[admitted] = c
+                    blocks[admitted] = alloc
+                    budget -= int(c.sum())
+                    free -= int(alloc.sum())
+            else:
+                admitted, budget, free = self._admit_pool(W[:kmax], R.shape[0], budget, thr_on)
+            if admitted.shape[0]:
+                self.status[admitted] = RUNNING
+                R = np.concatenate((R, admitted))
+                W = W[admitted.shape[0] :]
+                fs = self.first_sched[admitted]
+                self.first_sched[admitted] = np.where(fs == 0, self.step + 1, fs)
+        pre = np.array(preempted, dtype=np.int64) if preempted else _EMPTY
+        if preempted:
+            W = self.policy.requeue(W, pre)
+        self.running = R
+        self.waiting = W
+        self.free = free if pool is None else pool.num_free
+        return pre, admitted
+
+    def _admit_counts(self, cand, num_running, budget, free, thr_on):
+        """Waiting loop without prefix caching: how many of `cand` (queue order) are admitted."""
+        bs = self.bs
+        nt = self.num_tokens[cand]
+        nn = nt.copy()  # num_computed_tokens is 0 for every waiting request here
+        if thr_on:
+            np.minimum(nn, self.thr, out=nn)
+        cs = np.cumsum(nn)
+        left = budget - (cs - nn)  # budget left when each candidate is reached
+        if self.chunked:
+            ok = left > 0
+            c = np.minimum(nn, left)
+        else:
+            ok = nn <= left  # head-of-line: a prompt that does not fit ends the loop
+            c = nn
+        c = np.maximum(c, 0)
+        alloc = cdiv(c, bs)
+        free_before = free - (np.cumsum(alloc) - alloc)
+        check = cdiv(nt, bs) if self.reserve_full else alloc
+        wm = np.full(cand.shape[0], self.wm_blocks, dtype=np.int64)
+        if num_running == 0:
+            wm[0] = 0  # the watermark applies only while someone runs (b4, f4)
+        ok &= (check + wm <= free_before) & (alloc + wm <= free_before)
+        f = cand.shape[0] if ok.all() else int(np.argmin(ok))
+        return f, c[:f], alloc[:f]
+
+    def _admit_pool(self, cand, num_running, budget, thr_on):
+        """Waiting loop with prefix caching: one admission at a time through the block pool."""
+        pool = self.pool
+        bs = self.bs
+        out: list[int] = []
+        for r in cand.tolist():
+            if budget <= 0:
+                break
+            nt = int(self.num_tokens[r])
+            hits, evictable = pool.lookup(r, nt)
+            hit_tok = len(hits) * bs
+            nn = nt - hit_tok
+            if thr_on:
+                nn = min(nn, self.thr)
+            if not self.chunked and nn > budget:
+                break
+            c = min(nn, budget)
+            wm = self.wm_blocks if (num_running + len(out)) > 0 else 0
+            free = pool.num_free
+            alloc = cdiv(hit_tok + c, bs) - len(hits)
+            if self.reserve_full and cdiv(nt, bs) - len(hits) + evictable + wm > free:
+                break
+            if alloc + evictable + wm > free:
+                break
+            pool.take_hits(r, hits)
+            pool.allocate(r, alloc)
+            pool.cache(r, (hit_tok + c) // bs)
+            self.computed[r] = hit_tok
+            self.hit_tokens[r] += hit_tok
+            self.blocks[r] = len(hits) + alloc
+            self.sched[r] = c
+            budget -= c
+            out.append(r)
+        return np.array(out, dtype=np.int64), budget, pool.num_free
+
+    def _pool_alloc(self, idx, c, need) -> None:
+        """Mirror running-loop allocations in the prefix-cache pool (request by request)."""
+        pool = self.pool
+        comp = self.computed[idx]
+        for r, cr, nr, cp in zip(idx.tolist(), c.tolist(), need.tolist(), comp.tolist(), strict=True):
+            if cr > 0:
+                if nr:
+                    pool.allocate(r, nr)
+                pool.cache(r, (cp + cr) // self.bs)
+
+    def _general_step(self) -> None:
+        """One full step: schedule, update, sample, stop, free. Appends one record."""
+        k = self.step + 1
+        arrived = self.arrived_now
+        pre, admitted = self._schedule()
+        R = self.running
+        sched = self.sched
+        tok = sched[R]
+        mask = tok > 0
+        scheduled = R[mask]
+        tok = tok[mask]
+        ctx = self.computed[scheduled]
+        used_after_schedule = self.usable - self.free
+        kv_read = int(ctx.sum())
+        attn = int((tok * ctx + tok * (tok + 1) // 2).sum())
+        total = int(tok.sum())
+        self.computed[scheduled] = ctx + tok
+        sched[scheduled] = 0
+        done = self.computed[scheduled] == self.num_tokens[scheduled]
+        sampled = scheduled[done]
+        self.num_output[sampled] += 1
+        self.num_tokens[sampled] += 1
+        ft = self.first_token[sampled]
+        self.first_token[sampled] = np.where(ft == 0, k, ft)
+        stop = (self.num_output[sampled] >= self.max_out[sampled]) | (
+            self.num_tokens[sampled] >= self.mml
+        )
+        fin = sampled[stop]
+        if fin.shape[0]:
+            self._finish(fin, k)
+        # time
+        start_s = self.now_s
+        ms = float("nan")
+        if self.timed:
+            ms = float(
+                self.timer(
+                    np.array([total]),
+                    np.array([scheduled.shape[0]]),
+                    np.array([kv_read]),
+                    np.array([attn]),
+                )[0]
+            )
+            self.now_s = start_s + ms / 1e3
+        if sampled.shape[0]:
+            self.tok_req.append(sampled)
+            self.tok_step.append(np.full(sampled.shape[0], k, dtype=np.int64))
+        self.log.add_row(
+            (
+                total,
+                scheduled.shape[0],
+                kv_read,
+                attn,
+                R.shape[0],
+                self.waiting.shape[0],
+                self.usable - self.free,
+                pre.shape[0],
+                fin.shape[0],
+            ),
+            start_s,
+            ms,
+        )
+        if self.detail is not None:
+            resumed_mask = self.num_preemptions[admitted] > 0
+            self.detail.append(
+                StepDetail(
+                    step=k,
+                    arrived=arrived,
+                    scheduled_req=scheduled,
+                    scheduled_tokens=tok,
+                    new=admitted[~resumed_mask],
+                    resumed=admitted[resumed_mask],
+                    preempted=pre,
+                    sampled=sampled,
+                    finished=fin,
+                    running=R,
+                    waiting=self.waiting,
+                    kv_blocks_used_after_schedule=used_after_schedule,
+                    kv_blocks_used=self.usable - self.free,
+                )
+            )
+        self.step = k
+        if fin.shape[0]:
+            self.running = R[self.status[R] == RUNNING]
+        if total == 0 and R.shape[0] == 0 and self.waiting.shape[0] and pre.shape[0] == 0:
+            self._deadlock()
+
+    def _finish(self, fin: np.ndarray, k: int) -> None:
+        self.status[fin] = FINISHED
+        self.finish[fin] = k
+        self.free += int(self.blocks[fin].sum())
+        self.blocks[fin] = 0
+        if self.pool is not None:
+            for r in fin.tolist():
+                self.pool.free(r)
+            self.free = self.pool.num_free
+        self.num_finished += fin.shape[0]
+
+    def _deadlock(self) -> None:
+        """Nothing runs and the head of the queue cannot be admitted into an empty pool."""
+        r = int(self.waiting[0])
+        need = int(cdiv(self.num_tokens[r], self.bs))
+        raise SimInputError(
+            f"request {self.wl.request_ids[r]!r} needs {need} KV blocks for its "
+            f"{int(self.num_tokens[r])} tokens but the pool has {self.usable} usable blocks: "
+            "it can never be scheduled"
+        )
+
+    # ----------------------------------------------------------------------------- quiet runs
+    def _quiet_length(self) -> int:
+        """How many steps from now are quiet (0 if this step is not). See module docstring."""
+        R = self.running
+        nR = R.shape[0]
+        W = self.waiting
+        nxt = self._next_arrival()
+        if nR == 0:
+            if W.shape[0] or self.timed or nxt is None:
+                return 0
+            return int(nxt) - (self.step + 1)  # idle steps until the next arrival
+        if nR > self.budget_max:
+            return 0
+        comp = self.computed[R]
+        if not np.all(self.num_tokens[R] - comp == 1):
+            return 0
+        bs = self.bs
+        hist = np.bincount((-comp) % bs, minlength=bs)
+        if W.shape[0] and nR < self.max_seqs and self.budget_max - nR > 0:
+            if not self._head_blocked(W, nR, self.free - int(hist[0])):
+                return 0
+        remain = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
+        m = int(remain.min())
+        m = min(m, self.max_steps - self.step)
+        if not self.timed and nxt is not None:
+            m = min(m, int(nxt) - (self.step + 1))
+        if m < 2:
+            return m if m == 1 else 0
+        per = np.resize(hist, m)  # blocks newly needed at each step of the run
+        cum = np.cumsum(per)
+        if cum[-1] > self.free:
+            m = int(np.argmax(cum > self.free))
+        return m
+
+    def _head_blocked(self, W, nR, free) -> bool:
+        """True if the waiting queue's head cannot be admitted with `free` blocks left (with
+        fewer free blocks later in a quiet run it stays blocked)."""
+        r = int(W[0])
+        nt = int(self.num_tokens[r])
+        left = self.budget_max - nR
+        hit_blocks = 0
+        evictable = 0
+        if self.pool is not None:
+            hits, evictable = self.pool.lookup(r, nt)
+            hit_blocks = len(hits)
+        nn = nt - hit_blocks * self.bs
+        if self.thr > 0:
+            nn = min(nn, self.thr)
+        if not self.chunked and nn > left:
+            return True
+        c = min(nn, left)
+        alloc = cdiv(hit_blocks * self.bs + c, self.bs) - hit_blocks + evictable
+        check = cdiv(nt, self.bs) - hit_blocks + evictable if self.reserve_full else alloc
+        return max(check, alloc) + self.wm_blocks > free
+
+    def _quiet_run(self, m: int) -> int:
+        """Apply m quiet steps at once (every running request decodes one token per step).
+        Returns the number of steps applied (a timed run may stop early at an arrival)."""
+        R = self.running
+        nR = R.shape[0]
+        k0 = self.step + 1
+        comp0 = self.computed[R]
+        if nR:
+            per = np.resize(np.bincount((-comp0) % self.bs, minlength=self.bs), m)
+        else:
+            per = np.zeros(m, dtype=np.int64)
+        t = np.arange(m, dtype=np.int64)
+        kv_read = int(comp0.sum()) + t * nR
+        attn = kv_read + nR
+        tokens = np.full(m, nR, dtype=np.int64)
+        if self.timed:
+            ms = np.asarray(self.timer(tokens, tokens, kv_read, attn), dtype=np.float64)
+            ends = self.now_s + np.cumsum(ms) / 1e3
+            starts = np.concatenate(([self.now_s], ends[:-1]))
+            nxt = self._next_arrival()
+            if nxt is not None:
+                m = int(np.searchsorted(starts, nxt, side="left"))  # steps starting before it
+                per, t, kv_read, attn, tokens = per[:m], t[:m], kv_read[:m], attn[:m], tokens[:m]
+                ms, starts, ends = ms[:m], starts[:m], ends[:m]
+            self.now_s = float(ends[-1])
+        else:
+            ms = np.full(m, np.nan)
+            starts = np.full(m, np.nan)
+        cum = np.cumsum(per)
+        used0 = self.usable - self.free
+        # state after m decodes
+        if nR:
+            self.computed[R] = comp0 + m
+            self.num_output[R] += m
+            self.num_tokens[R] += m
+            self.blocks[R] = cdiv(comp0 + m, self.bs)
+            if self.pool is not None:
+                for r, c0 in zip(R.tolist(), comp0.tolist(), strict=True):
+                    nb = int(cdiv(c0 + m, self.bs) - cdiv(c0, self.bs))
+                    if nb:
+                        self.pool.allocate(r, nb)
+                    self.pool.cache(r, (c0 + m) // self.bs)
+            self.free -= int(cum[-1])
+            ft = self.first_token[R]
+            self.first_token[R] = np.where(ft == 0, k0, ft)
+            self.tok_req.append(np.tile(R, m))
+            self.tok_step.append(np.repeat(k0 + t, nR))
+        kv_used = used0 + cum
+        stop = (self.num_output[R] >= self.max_out[R]) | (self.num_tokens[R] >= self.mml)
+        fin = R[stop]
+        k_last = k0 + m - 1
+        num_fin = np.zeros(m, dtype=np.int64)
+        if fin.shape[0]:
+            self._finish(fin, k_last)
+            kv_used[-1] = self.usable - self.free
+            num_fin[-1] = fin.shape[0]
+        block = np.stack(
+            (
+                tokens,
+                tokens,
+                kv_read,
+                attn,
+                np.full(m, nR),
+                np.full(m, self.waiting.shape[0]),
+                kv_used,
+                np.zeros(m, dtype=np.int64),
+                num_fin,
+            ),
+            axis=1,
+        )
+        self.log.add_block(block, starts, ms)
+        if self.detail is not None:
+            for i in range(m):
+                self.detail.append(
+                    StepDetail(
+                        step=k0 + i,
+                        arrived=self.arrived_now if i == 0 else _EMPTY,
+                        scheduled_req=R,
+                        scheduled_tokens=np.ones(nR, dtype=np.int64),
+                        new=_EMPTY,
+                        resumed=_EMPTY,
+                        preempted=_EMPTY,
+                        sampled=R,
+                        finished=fin if i == m - 1 else _EMPTY,
+                        running=R,
+                        waiting=self.waiting,
+                        kv_blocks_used_after_schedule=int(used0 + cum[i]),
+                        kv_blocks_used=int(kv_used[i]),
+                    )
+                )
+        self.step = k_last
+        if fin.shape[0]:
+            self.running = R[self.status[R] == RUNNING]
+        return m
+
+    # ----------------------------------------------------------------------------- the loop
+    def run(self) -> Run:
+        t0 = time.perf_counter()
+        n = self.n
+        while self.num_finished < n:
+            if self.step >= self.max_steps:
+                raise SimInputError(
+                    f"the run did not finish within max_steps={self.max_steps} steps "
+                    f"({n - self.num_finished} requests unfinished)"
+                )
+            if self.timed:
+                if self.running.shape[0] == 0 and self.waiting.shape[0] == 0:
+                    self.now_s = max(self.now_s, float(self._next_arrival()))
+                self._add_arrivals(self.now_s)
+            else:
+                self._add_arrivals(self.step + 1)
+            m = self._quiet_length() if self.batch_quiet_runs else 0
+            if m >= 2 or (m >= 1 and self.running.shape[0] == 0):
+                self._quiet_run(m)
+            else:
+                self._general_step()
+        return self._result(time.perf_counter() - t0)
+
+    def _result(self, seconds: float) -> Run:
+        cols, start_s, step_ms = self.log.arrays()
+        tok_req = np.concatenate(self.tok_req) if self.tok_req else _EMPTY
+        tok_step = np.concatenate(self.tok_step) if self.tok_step else _EMPTY
+        nan = np.full(self.n, np.nan)
+        if self.timed:
+            end_s = start_s + step_ms / 1e3
+            arrival_s = np.asarray(self.wl.arrival_s, dtype=np.float64)
+            first_token_s = np.where(self.first_token > 0, end_s[self.first_token - 1], np.nan)
+            finish_s = np.where(self.finish > 0, end_s[self.finish - 1], np.nan)
+        else:
+            arrival_s, first_token_s, finish_s = nan, nan.copy(), nan.copy()
+        return Run(
+            config=self.cfg,
+            workload=self.wl,
+            kv_blocks_usable=self.usable,
+            num_steps=self.step,
+            timed=self.timed,
+            step_start_s=start_s,
+            step_ms=step_ms,
+            token_req=tok_req.astype(np.int32),
+            token_step=tok_step.astype(np.int32),
+            first_scheduled_step=self.first_sched,
+            first_token_step=self.first_token,
+            finish_step=self.finish,
+            num_preemptions=self.num_preemptions,
+            num_output_tokens=self.num_output,
+            num_recomputed_tokens=self.recomputed,
+            num_prefix_hit_tokens=self.hit_tokens,
+            arrival_s=arrival_s,
+            first_token_s=first_token_s,
+            finish_s=finish_s,
+            scheduler_seconds=seconds,
+            detail=self.detail,
+            **cols,
+        )
+
+
+def run_steps(
+    config: SchedulerConfig,
+    workload: Workload,
+    *,
+    record_detail: bool = False,
+    max_steps: int | None = None,
+) -> Run:
+    """Replay a workload whose arrivals are step numbers (`arrival_step`), step for step.
+
+    Step k adds the requests with arrival_step == k, then runs one schedule() and one output
+    update; idle steps count. The run ends after the step in which the last request finishes.
+    `max_steps` (default 5,000,000) is a safety cap: exceeding it raises SimInputError.
+    """
+    return Engine(config, workload, record_detail=record_detail, max_steps=max_steps).run()

@@ -1,0 +1,77 @@
+"""Timed runs: the scheduler with a clock, every step priced by the cost model.
+
+Requests arrive in seconds (`Workload.arrival_s`). A step that starts at time t first admits the
+requests with arrival_s <= t, then runs one schedule() and output update; it lasts what
+`sim.cost.step_costs` says for what it holds (query tokens, sequences, KV tokens read, attention
+pairs). An idle engine jumps to the next arrival (idle time is not a step). Quiet runs of decode
+steps are priced with one vectorized cost call and cut at the next arrival by a cumulative sum.
+
+`config_for` builds the SchedulerConfig vLLM would use on a deployment: batch limits from vLLM's
+defaults for the GPU (SCHEDULER.md e) unless given, the KV pool from the catalogs unless given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sim.config import SchedulerConfig
+from sim.errors import SimInputError
+from sim.run import Run
+from sim.scheduler import Engine, StepTimer
+from sim.workload import Workload
+
+
+def run_with_timer(
+    config: SchedulerConfig,
+    workload: Workload,
+    timer: StepTimer,
+    *,
+    record_detail: bool = False,
+    max_steps: int | None = None,
+) -> Run:
+    """A timed run with any step-time model `timer(query_tokens, num_seqs, kv_read_tokens,
+    attn_pairs) -> step_ms` (arrays over steps in, an array of milliseconds out)."""
+    engine = Engine(
+        config, workload, timer=timer, record_detail=record_detail, max_steps=max_steps
+    )
+    return engine.run()
+
+
+def deployment(gpu: str, model: str, *, tp: int = 1, dtype: str = "bf16") -> Any:
+    """`sim.cost.Deployment` (unknown keys raise SimInputError there)."""
+    from sim.cost import Deployment
+
+    return Deployment(gpu, model, tp=tp, dtype=dtype)
+
+
+def timer_for(dep: Any) -> StepTimer:
+    """The cost model of a deployment as a StepTimer."""
+    from sim.cost import step_costs
+
+    def timer(query_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
+        costs = step_costs(
+            dep,
+            query_tokens=query_tokens,
+            num_seqs=num_seqs,
+            kv_read_tokens=kv_read_tokens,
+            attn_pairs=attn_pairs,
+        )
+        return np.asarray(costs.step_ms, dtype=np.float64)
+
+    return timer
+
+
+def run_timed(
+    config: SchedulerConfig,
+    workload: Workload,
+    deployment: Any,
+    *,
+    record_detail: bool = False,
+    max_steps: int | None = None,
+) -> Run:
+    """Run `workload` (arrival_s) on `deployment` (sim.cost.Deployment), step for step, timed."""
+    return run_with_timer(
+        config, workload, timer_for(deployment), record_detail=record_detail, max_steps=max_steps
+    )

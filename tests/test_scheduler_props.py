@@ -1,0 +1,166 @@
+"""Property tests (hypothesis, derandomized) for the scheduler's invariants.
+
+On random small workloads and configurations (FCFS and priority, chunked or not, thresholds,
+watermarks, tiny pools that force preemptions, shared prefixes with prefix caching): the budget,
+max_num_seqs and the pool are never exceeded; every request ends with exactly its output tokens
+(or length-capped by max_model_len); the work done is conserved (scheduled tokens = prompt +
+outputs - 1 + recomputed - prefix hits, per request); batching quiet runs changes nothing; the
+same input gives the same run; in timed runs time never goes backwards and no request is
+scheduled before it arrives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sim.config import SchedulerConfig
+from sim.kv import cdiv
+from sim.replay import to_schema
+from sim.scheduler import Engine, run_steps
+from sim.timed import run_with_timer
+from sim.workload import Workload
+
+SETTINGS = settings(
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@st.composite
+def cases(draw, timed: bool = False):
+    bs = draw(st.sampled_from([4, 8, 16]))
+    n = draw(st.integers(1, 10))
+    mml = draw(st.integers(40, 400))
+    prompt = draw(st.lists(st.integers(1, mml - 1), min_size=n, max_size=n))
+    output = draw(st.lists(st.integers(1, 80), min_size=n, max_size=n))
+    chunked = draw(st.booleans())
+    budget_lo = 8 if chunked else mml
+    budget = draw(st.integers(budget_lo, max(budget_lo, 600)))
+    seqs = draw(st.integers(1, min(budget, 12)))
+    # Any request fits alone (else the run would rightly stop with "can never be scheduled").
+    min_blocks = int(cdiv(mml, bs)) + 1
+    blocks = draw(st.integers(min_blocks, min_blocks * 4))
+    caching = draw(st.booleans())
+    config = SchedulerConfig(
+        max_num_batched_tokens=budget,
+        max_num_seqs=seqs,
+        max_model_len=mml,
+        num_gpu_blocks=blocks,
+        block_size=bs,
+        enable_chunked_prefill=chunked,
+        enable_prefix_caching=caching,
+        policy=draw(st.sampled_from(["fcfs", "priority"])),
+        long_prefill_token_threshold=draw(st.sampled_from([0, 0, 7, 33, 100])),
+        watermark=draw(st.sampled_from([0.0, 0.0, 0.05, 0.2])),
+        scheduler_reserve_full_isl=draw(st.booleans()),
+    )
+    prefix_id = draw(st.lists(st.integers(-1, 1), min_size=n, max_size=n))
+    prefix_tokens = [
+        draw(st.integers(0, p)) if pid >= 0 else 0 for p, pid in zip(prompt, prefix_id, strict=True)
+    ]
+    # a group shares one prefix length, as a system prompt would
+    for g in (0, 1):
+        members = [i for i in range(n) if prefix_id[i] == g]
+        if members:
+            length = min(prefix_tokens[i] for i in members)
+            for i in members:
+                prefix_tokens[i] = length
+    kw = dict(
+        priority=draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
+        prefix_id=prefix_id,
+        prefix_tokens=prefix_tokens,
+    )
+    if timed:
+        arr = draw(st.lists(st.floats(0, 2.0, allow_nan=False), min_size=n, max_size=n))
+        wl = Workload.build(prompt, output, arrival_s=arr, **kw)
+    else:
+        arr = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
+        wl = Workload.build(prompt, output, arrival_step=arr, **kw)
+    return config, wl
+
+
+def _check_invariants(config: SchedulerConfig, wl: Workload, run) -> None:
+    assert np.all(run.num_scheduled_tokens <= config.max_num_batched_tokens)
+    assert np.all(run.num_scheduled_seqs <= config.max_num_seqs)
+    assert np.all(run.num_running <= config.max_num_seqs)
+    assert np.all((run.kv_blocks_used >= 0) & (run.kv_blocks_used <= run.kv_blocks_usable))
+    assert run.kv_blocks_used[-1] == 0  # everything freed (cached blocks count as free)
+    expected_out = np.minimum(wl.output_tokens, config.max_model_len - wl.prompt_tokens)
+    np.testing.assert_array_equal(run.num_output_tokens, expected_out)
+    assert np.all(run.finish_step > 0)
+    # tokens: one per sampled step, in order, first and last at first_token/finish step
+    counts = np.bincount(run.token_req, minlength=wl.num_requests)
+    np.testing.assert_array_equal(counts, expected_out)
+    order = np.lexsort((run.token_step, run.token_req))
+    steps_sorted = run.token_step[order]
+    first = np.searchsorted(run.token_req[order], np.arange(wl.num_requests))
+    np.testing.assert_array_equal(steps_sorted[first], run.first_token_step)
+    np.testing.assert_array_equal(steps_sorted[first + counts - 1], run.finish_step)
+    assert np.all(run.first_scheduled_step <= run.first_token_step)
+    assert run.num_preempted.sum() == run.num_preemptions.sum()
+    assert run.num_finished.sum() == wl.num_requests
+    # conservation of work
+    work = wl.prompt_tokens + expected_out - 1 + run.num_recomputed_tokens
+    work = work - run.num_prefix_hit_tokens
+    assert run.num_scheduled_tokens.sum() == work.sum()
+    if not config.enable_prefix_caching:
+        assert run.num_prefix_hit_tokens.sum() == 0
+    if run.detail is not None:
+        per_req = np.zeros(wl.num_requests, dtype=np.int64)
+        for d in run.detail:
+            np.add.at(per_req, d.scheduled_req, d.scheduled_tokens)
+            assert d.kv_blocks_used_after_schedule <= run.kv_blocks_usable
+        np.testing.assert_array_equal(per_req, work)
+
+
+@SETTINGS
+@given(cases())
+def test_step_runs_keep_every_invariant(case):
+    config, wl = case
+    run = run_steps(config, wl, record_detail=True, max_steps=200_000)
+    _check_invariants(config, wl, run)
+    assert run.num_steps == len(run.num_scheduled_tokens) == len(run.detail)
+
+
+@SETTINGS
+@given(cases())
+def test_quiet_run_batching_and_determinism(case):
+    config, wl = case
+    batched = run_steps(config, wl, record_detail=True, max_steps=200_000)
+    again = run_steps(config, wl, record_detail=True, max_steps=200_000)
+    single = Engine(config, wl, record_detail=True, batch_quiet_runs=False, max_steps=200_000)
+    single = single.run()
+    assert to_schema(batched) == to_schema(again) == to_schema(single)
+    for name in ("num_scheduled_tokens", "kv_read_tokens", "attn_pairs", "kv_blocks_used"):
+        np.testing.assert_array_equal(getattr(batched, name), getattr(single, name))
+    np.testing.assert_array_equal(batched.token_req, single.token_req)
+    np.testing.assert_array_equal(batched.token_step, single.token_step)
+
+
+def _toy_timer(q, s, kv, attn):
+    """A made-up affine step time (ms): the properties hold for any positive step time."""
+    return 2.0 + 0.01 * q + 0.05 * s + 1e-4 * kv + 1e-6 * attn
+
+
+@SETTINGS
+@given(cases(timed=True))
+def test_timed_runs_move_forward_and_respect_arrivals(case):
+    config, wl = case
+    run = run_with_timer(config, wl, _toy_timer, max_steps=200_000)
+    _check_invariants(config, wl, run)
+    assert run.timed and np.all(run.step_ms > 0)
+    ends = run.step_start_s + run.step_ms / 1e3
+    assert np.all(run.step_start_s[1:] >= ends[:-1] - 1e-12)  # time never goes backwards
+    start_of_first = run.step_start_s[run.first_scheduled_step - 1]
+    assert np.all(start_of_first >= wl.arrival_s)
+    np.testing.assert_allclose(run.first_token_s, ends[run.first_token_step - 1])
+    np.testing.assert_allclose(run.finish_s, ends[run.finish_step - 1])
+    single = Engine(config, wl, timer=_toy_timer, batch_quiet_runs=False, max_steps=200_000)
+    single = single.run()
+    np.testing.assert_array_equal(run.num_scheduled_tokens, single.num_scheduled_tokens)
+    np.testing.assert_allclose(run.step_start_s, single.step_start_s, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(run.token_req, single.token_req)
