@@ -27,6 +27,10 @@ ROLES = {
     "overhead": 5,
     "highlight": 5,
     "neutral": 7,
+    "recompute": 3,
+    "cached": 2,
+    "budget": 5,
+    "unused": 7,
 }
 
 

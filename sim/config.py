@@ -1,4 +1,4 @@
-"""`SchedulerConfig`: the scheduler settings of one run, named and checked as vLLM names and checks them.
+"""`SchedulerConfig`: one run's scheduler settings, named and checked as vLLM names and checks them.
 
 A frozen dataclass so that a configuration can be hashed, cached and shared by a sweep. The checks
 are the ones vLLM's `SchedulerConfig` makes (config/scheduler.py); a configuration vLLM would reject
@@ -16,7 +16,7 @@ POLICIES = ("fcfs", "priority")
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    """The inputs of vLLM's v1 scheduler (SCHEDULER.md). `num_gpu_blocks` includes the null block."""
+    """vLLM v1 scheduler inputs (SCHEDULER.md). `num_gpu_blocks` includes the null block."""
 
     max_num_batched_tokens: int
     max_num_seqs: int

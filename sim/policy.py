@@ -41,7 +41,7 @@ class Policy(ABC):
 
 
 class FCFS(Policy):
-    """vLLM's default: a deque; arrivals at the tail, preempted at the head; victim = last running."""
+    """vLLM's default: a deque; arrivals at the tail, preempted at the head; victim = last."""
 
     name = "fcfs"
 

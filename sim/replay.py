@@ -13,7 +13,7 @@ import numpy as np
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
 from sim.run import Run
-from sim.scheduler import run_steps
+from sim.scheduler import Engine
 from sim.workload import Workload
 
 # Settings that map onto SchedulerConfig fields.
@@ -52,11 +52,12 @@ def config_from_settings(settings: dict) -> SchedulerConfig:
         if key in _CONFIG_KEYS or key in _HARNESS:
             continue
         if key in _FIXED:
-            if value not in _FIXED[key] or isinstance(value, bool) != isinstance(
-                _FIXED[key][0], bool
-            ):
-                if value is not None:
-                    raise SimInputError(f"setting {key}={value!r} is not modelled by Stepwise")
+            default = _FIXED[key][0]
+            accepted = value is None or (
+                value == default and isinstance(value, bool) == isinstance(default, bool)
+            )
+            if not accepted:
+                raise SimInputError(f"setting {key}={value!r} is not modelled by Stepwise")
             continue
         if value not in (None, False):
             raise SimInputError(f"setting {key}={value!r} is not modelled by Stepwise")
@@ -118,7 +119,10 @@ def replay_run(scenario: dict) -> Run:
     config = config_from_settings(settings)
     workload = workload_from_requests(scenario.get("requests"))
     max_steps = settings.get("max_steps")
-    return run_steps(config, workload, record_detail=True, max_steps=max_steps)
+    engine = Engine(
+        config, workload, record_detail=True, max_steps=max_steps, stop_at_max_steps=True
+    )
+    return engine.run()
 
 
 def to_schema(run: Run) -> dict:

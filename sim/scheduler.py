@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
 from sim.kv import PrefixCachePool, cdiv
-from sim.policy import make_policy
+from sim.policy import Policy, make_policy
 from sim.run import Run, StepDetail
+from sim.window import WindowMixin
 from sim.workload import Workload
 
 NOT_ARRIVED, WAITING, RUNNING, FINISHED = 0, 1, 2, 3
@@ -88,7 +90,40 @@ class _StepLog:
         return cols, np.ascontiguousarray(times[:, 0]), np.ascontiguousarray(times[:, 1])
 
 
-class Engine:
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """What a run derives from its workload alone (shared by the runs of a sweep)."""
+
+    arrival_order: np.ndarray  # request indices in arrival order (list order within a tie)
+    arrival_sorted: np.ndarray  # their arrival keys (seconds or steps)
+    policy: Policy
+
+
+def prepare(workload: Workload, policy: str, timed: bool) -> Prepared:
+    """Arrival order and the policy's keys for `workload` (see Prepared)."""
+    n = workload.num_requests
+    if timed:
+        if workload.arrival_s is None:
+            raise SimInputError("a timed run needs arrival_s (seconds) in the workload")
+        arrival_key = np.asarray(workload.arrival_s, dtype=np.float64)
+        arrival_time = arrival_key
+    else:
+        if workload.arrival_step is None:
+            raise SimInputError("a step replay needs arrival_step in the workload")
+        arrival_key = np.asarray(workload.arrival_step, dtype=np.int64)
+        # The recordings' arrival_time: arrival_step + i * 1e-6 (SCHEDULER f6).
+        arrival_time = arrival_key.astype(np.float64) + np.arange(n) * 1e-6
+    order = np.argsort(arrival_key, kind="stable")
+    pol = make_policy(
+        policy,
+        priority=workload.priority,
+        arrival_time=arrival_time,
+        request_ids=workload.request_ids,
+    )
+    return Prepared(order, arrival_key[order], pol)
+
+
+class Engine(WindowMixin):
     """The scheduler state of one run and the step loop. Use `run_steps` / `sim.timed.run_timed`."""
 
     def __init__(
@@ -100,6 +135,8 @@ class Engine:
         record_detail: bool = False,
         max_steps: int | None = None,
         batch_quiet_runs: bool = True,
+        stop_at_max_steps: bool = False,
+        prepared: Prepared | None = None,
     ) -> None:
         if not isinstance(config, SchedulerConfig):
             raise SimInputError("config must be a SchedulerConfig")
@@ -111,6 +148,8 @@ class Engine:
         self.timed = timer is not None
         self.record_detail = record_detail
         self.batch_quiet_runs = batch_quiet_runs  # False: one step at a time (for tests)
+        self.window_len = 64  # planning length of the next window (adapts, sim/window.py)
+        self.stop_at_max_steps = stop_at_max_steps
         self.max_steps = DEFAULT_MAX_STEPS if max_steps is None else int(max_steps)
         n = workload.num_requests
         self.n = n
@@ -134,26 +173,12 @@ class Engine:
                 f"not shorter than max_model_len={self.mml} (vLLM rejects it)"
                 + (f"; {too_long.size} such requests" if too_long.size > 1 else "")
             )
-        if self.timed:
-            if workload.arrival_s is None:
-                raise SimInputError("a timed run needs arrival_s (seconds) in the workload")
-            arrival_key = np.asarray(workload.arrival_s, dtype=np.float64)
-            arrival_time = arrival_key
-        else:
-            if workload.arrival_step is None:
-                raise SimInputError("a step replay needs arrival_step in the workload")
-            arrival_key = np.asarray(workload.arrival_step, dtype=np.int64)
-            # The recordings' arrival_time: arrival_step + i * 1e-6 (SCHEDULER f6).
-            arrival_time = arrival_key.astype(np.float64) + np.arange(n) * 1e-6
-        self.arrival_order = np.argsort(arrival_key, kind="stable")
-        self.arrival_sorted = arrival_key[self.arrival_order]
+        if prepared is None:
+            prepared = prepare(workload, config.policy, self.timed)
+        self.arrival_order = prepared.arrival_order
+        self.arrival_sorted = prepared.arrival_sorted
         self.arrival_ptr = 0
-        self.policy = make_policy(
-            config.policy,
-            priority=workload.priority,
-            arrival_time=arrival_time,
-            request_ids=workload.request_ids,
-        )
+        self.policy = prepared.policy
 
         self.num_tokens = self.prompt.copy()
         self.computed = np.zeros(n, dtype=np.int64)
@@ -384,7 +409,9 @@ class Engine:
         """Mirror running-loop allocations in the prefix-cache pool (request by request)."""
         pool = self.pool
         comp = self.computed[idx]
-        for r, cr, nr, cp in zip(idx.tolist(), c.tolist(), need.tolist(), comp.tolist(), strict=True):
+        for r, cr, nr, cp in zip(
+            idx.tolist(), c.tolist(), need.tolist(), comp.tolist(), strict=True
+        ):
             if cr > 0:
                 if nr:
                     pool.allocate(r, nr)
@@ -515,9 +542,9 @@ class Engine:
             return 0
         bs = self.bs
         hist = np.bincount((-comp) % bs, minlength=bs)
-        if W.shape[0] and nR < self.max_seqs and self.budget_max - nR > 0:
-            if not self._head_blocked(W, nR, self.free - int(hist[0])):
-                return 0
+        admissible = W.shape[0] and nR < self.max_seqs and self.budget_max - nR > 0
+        if admissible and not self._head_blocked(W, nR, self.free - int(hist[0])):
+            return 0
         remain = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
         m = int(remain.min())
         m = min(m, self.max_steps - self.step)
@@ -653,16 +680,21 @@ class Engine:
         n = self.n
         while self.num_finished < n:
             if self.step >= self.max_steps:
+                if self.stop_at_max_steps:
+                    break  # the recording harness's cap: stop, leave the rest unfinished
                 raise SimInputError(
                     f"the run did not finish within max_steps={self.max_steps} steps "
                     f"({n - self.num_finished} requests unfinished)"
                 )
-            if self.timed:
-                if self.running.shape[0] == 0 and self.waiting.shape[0] == 0:
-                    self.now_s = max(self.now_s, float(self._next_arrival()))
-                self._add_arrivals(self.now_s)
-            else:
-                self._add_arrivals(self.step + 1)
+            if self.timed and self.running.shape[0] == 0 and self.waiting.shape[0] == 0:
+                self.now_s = max(self.now_s, float(self._next_arrival()))
+            if self.batch_quiet_runs and self.pool is None:
+                if self._window():
+                    continue
+                self._add_arrivals(self.now_s if self.timed else self.step + 1)
+                self._general_step()
+                continue
+            self._add_arrivals(self.now_s if self.timed else self.step + 1)
             m = self._quiet_length() if self.batch_quiet_runs else 0
             if m >= 2 or (m >= 1 and self.running.shape[0] == 0):
                 self._quiet_run(m)

@@ -33,9 +33,7 @@ def run_with_timer(
 ) -> Run:
     """A timed run with any step-time model `timer(query_tokens, num_seqs, kv_read_tokens,
     attn_pairs) -> step_ms` (arrays over steps in, an array of milliseconds out)."""
-    engine = Engine(
-        config, workload, timer=timer, record_detail=record_detail, max_steps=max_steps
-    )
+    engine = Engine(config, workload, timer=timer, record_detail=record_detail, max_steps=max_steps)
     return engine.run()
 
 
@@ -74,4 +72,69 @@ def run_timed(
     """Run `workload` (arrival_s) on `deployment` (sim.cost.Deployment), step for step, timed."""
     return run_with_timer(
         config, workload, timer_for(deployment), record_detail=record_detail, max_steps=max_steps
+    )
+
+
+def config_for(
+    dep: Any,
+    *,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    max_model_len: int | None = None,
+    num_gpu_blocks: int | None = None,
+    usage: str = "server",
+    gpu_memory_utilization: float = 0.9,
+    block_size: int = 16,
+    **scheduler: Any,
+) -> SchedulerConfig:
+    """The SchedulerConfig vLLM would run `dep` with; any value given overrides the default.
+
+    max_model_len defaults to the model's max_position_embeddings (vLLM's default); the batch
+    limits follow vLLM's defaults for the GPU (sim.hardware.default_batch_limits, SCHEDULER.md e:
+    a defaulted budget is at most max_num_seqs * max_model_len, a defaulted max_num_seqs at most
+    the budget); the KV pool is the catalog estimate (sim.models.num_gpu_blocks) for that budget.
+    Other keyword arguments (policy, enable_prefix_caching, ...) go to SchedulerConfig.
+    """
+    from sim.hardware import default_batch_limits
+    from sim.models import num_gpu_blocks as catalog_blocks
+
+    mml = (
+        int(max_model_len) if max_model_len is not None else dep.model_spec.max_position_embeddings
+    )
+    chunked = bool(scheduler.get("enable_chunked_prefill", True))
+    limits = default_batch_limits(
+        dep.gpu, usage, tp=dep.tp, max_model_len=mml, enable_chunked_prefill=chunked
+    )
+    seqs = max_num_seqs
+    if seqs is None:
+        seqs = limits["max_num_seqs"]
+        if max_num_batched_tokens is not None:
+            seqs = min(seqs, int(max_num_batched_tokens))
+    budget = max_num_batched_tokens
+    if budget is None:
+        budget = limits["max_num_batched_tokens"]
+        if max_num_seqs is not None:
+            budget = max(budget, mml) if not chunked else budget
+            budget = min(int(max_num_seqs) * mml, budget)
+    if num_gpu_blocks is None:
+        num_gpu_blocks = catalog_blocks(
+            dep.gpu,
+            dep.model,
+            tp=dep.tp,
+            dtype=dep.dtype,
+            gpu_memory_utilization=gpu_memory_utilization,
+            block_size=block_size,
+            max_num_batched_tokens=int(budget),
+        )
+        if num_gpu_blocks < 2:
+            raise SimInputError(
+                f"{dep.model} does not fit on {dep.tp} x {dep.gpu} with room for a KV cache"
+            )
+    return SchedulerConfig(
+        max_num_batched_tokens=int(budget),
+        max_num_seqs=int(seqs),
+        max_model_len=mml,
+        num_gpu_blocks=int(num_gpu_blocks),
+        block_size=block_size,
+        **scheduler,
     )

@@ -130,11 +130,12 @@ def scenarios(
     """A random valid scenario that always finishes.
 
     Budgets from tiny to ample, pools from a few blocks (many preemptions) to plenty, chunked
-    prefill on or off, fcfs or priority, threshold, watermark, shared prefixes, arrival gaps.
+    prefill on or off, fcfs or priority, threshold, watermark, full-sequence reservation on or
+    off, block sizes 8/16/32, shared prefixes, arrival gaps.
     Each request's whole sequence fits in the pool on its own (else vLLM would spin forever),
     and every prompt is shorter than max_model_len (longer ones are rejected up front).
     """
-    bs = 16
+    bs = draw(st.sampled_from([16, 16, 16, 8, 32]))
     tiny = draw(st.integers(0, 4)) == 0  # a tiny budget: keep the work small too
     chunked = True if tiny else draw(st.sampled_from([True, True, True, False]))
     if tiny:
@@ -167,6 +168,7 @@ def scenarios(
             st.one_of(st.just(0), st.just(0), st.integers(1, max_model_len))
         ),
         watermark=draw(st.sampled_from([0.0, 0.0, 0.0, 0.01, 0.05, 0.1])),
+        scheduler_reserve_full_isl=draw(st.sampled_from([True, True, True, False])),
     )
     n = draw(st.one_of(st.integers(1, max_requests), st.integers(max_requests // 2, max_requests)))
     # Per-request values come from a drawn seed: hypothesis still shrinks n and the settings,

@@ -107,7 +107,7 @@ def test_prompt_of_max_model_len_rejected_by_both(engine: ModuleType) -> None:
         (2, "priority", False, {"max_num_batched_tokens": 2048, "max_num_seqs": 128}, True),
         (3, "fcfs", True, {"max_num_batched_tokens": 4096, "max_num_seqs": 64}, True),
         # bound by max_num_seqs (16 sequences never fill the pool), with a threshold
-        (4, "priority", False, {"max_num_seqs": 24, "long_prefill_token_threshold": 256}, False),
+        (4, "priority", False, {"max_num_seqs": 16, "long_prefill_token_threshold": 256}, False),
     ],
 )
 def test_thousand_request_traces(

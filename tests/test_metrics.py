@@ -323,3 +323,80 @@ def test_metrics_agree_with_a_run_under_preemption():
     assert s["num_finished"] == n
     assert 0 < s["peak_kv_usage"] <= 1
     assert len(time_series(run)) == run.num_steps
+
+
+def ten_ms_per_step(query_tokens, num_seqs, kv_read_tokens, attn_pairs):
+    return np.full(np.shape(query_tokens), 10.0)
+
+
+def test_metrics_of_a_real_timed_run():
+    from sim.config import SchedulerConfig
+    from sim.timed import run_with_timer
+
+    config = SchedulerConfig(
+        max_num_batched_tokens=2048, max_num_seqs=8, max_model_len=8192, num_gpu_blocks=1000
+    )
+    # Steps of 10 ms from 0 s. Request 0: prompt in steps 1-2, tokens at 20, 30, 40 ms.
+    # Request 1 arrives at 15 ms, is admitted in step 3 (20 ms), tokens at 30 and 40 ms.
+    workload = Workload.build([3000, 100], [3, 2], arrival_s=[0.0, 0.015])
+    run = run_with_timer(config, workload, ten_ms_per_step)
+    m = request_metrics(run)
+    assert m.ttft_ms == pytest.approx([20.0, 15.0])
+    assert m.itl == pytest.approx([10.0, 10.0, 10.0])
+    assert m.e2e_s == pytest.approx([0.040, 0.025])
+    s = summarize(run, ttft_slo_ms=18)
+    assert s["makespan_s"] == pytest.approx(0.04)
+    assert s["output_tokens_per_s"] == pytest.approx(5 / 0.04)
+    assert s["goodput_req_per_s"] == pytest.approx(1 / 0.04)
+    assert time_series(run)["time_s"].tolist() == pytest.approx([0.0, 0.01, 0.02, 0.03])
+
+
+def test_timed_metrics_agree_with_the_engine_clock():
+    from sim.config import SchedulerConfig
+    from sim.timed import run_with_timer
+    from sim.workload import from_spec
+
+    workload = from_spec(
+        "poisson:rate=50,n=200,prompt=lognormal:300:0.8,output=uniform:5:120,seed=1",
+        max_model_len=1024,
+    )
+    config = SchedulerConfig(
+        max_num_batched_tokens=512, max_num_seqs=32, max_model_len=1024, num_gpu_blocks=150
+    )
+    run = run_with_timer(
+        config, workload, lambda q, s, kv, ap: 5.0 + 0.01 * np.asarray(q, dtype=float)
+    )
+    m = request_metrics(run)
+    assert run.num_preemptions.sum() > 0
+    assert m.ttft_ms == pytest.approx((run.first_token_s - workload.arrival_s) * 1000)
+    assert m.e2e_s == pytest.approx(run.finish_s - workload.arrival_s)
+    assert m.itl.size == run.token_req.size - workload.num_requests
+    assert (m.itl > 0).all()
+    s = summarize(run, ttft_slo_ms=1e9, itl_slo_ms=1e9)
+    assert s["num_good"] == s["num_finished"] == 200
+
+
+def test_summary_of_a_run_priced_by_the_cost_model():
+    from sim.config import SchedulerConfig
+    from sim.timed import deployment, run_timed
+    from sim.workload import from_spec
+
+    workload = from_spec(
+        "poisson:rate=20,n=40,prompt=lognormal:512:0.8,output=uniform:8:64,seed=0",
+        max_model_len=4096,
+    )
+    config = SchedulerConfig(
+        max_num_batched_tokens=2048, max_num_seqs=64, max_model_len=4096, num_gpu_blocks=400
+    )
+    run = run_timed(config, workload, deployment("H100-SXM", "Llama-3.1-8B"))
+    s = summarize(run, ttft_slo_ms=500, itl_slo_ms=50)
+    assert json.loads(json.dumps(s)) == s
+    assert s["num_finished"] == 40
+    assert s["num_output_tokens"] == int(workload.output_tokens.sum())
+    m = request_metrics(run)
+    assert m.ttft_ms == pytest.approx((run.first_token_s - workload.arrival_s) * 1000)
+    assert s["makespan_s"] == pytest.approx(run.finish_s.max() - workload.arrival_s.min())
+    # a light load (TTFT well under 500 ms, TPOT under 50 ms): every request is good
+    assert s["num_good"] == 40
+    assert s["goodput_req_per_s"] == pytest.approx(40 / s["makespan_s"])
+    assert s["ttft_ms"]["p50"] <= s["ttft_ms"]["p90"] <= s["ttft_ms"]["p99"] <= s["ttft_ms"]["max"]

@@ -12,9 +12,16 @@ import numpy as np
 
 from lessons.anim import animate
 from lessons.theme import color
-from sim.cost import Deployment, StepCosts, ridge_tokens, step_costs, weight_read_ms
+from sim.cost import (
+    Deployment,
+    StepCosts,
+    mixed_batch,
+    ridge_tokens,
+    step_costs,
+    weight_read_ms,
+)
 from sim.hardware import get_gpu
-from sim.models import get_model, kv_bytes_per_token, weight_bytes
+from sim.models import get_model, kv_bytes_per_token, kv_pool, weight_read_bytes
 
 MAX_TOKENS = 16_384
 REF_TOKENS = 2_048
@@ -40,17 +47,6 @@ class Params:
     context_tokens: int = 2_048
 
 
-def _batch(tokens: np.ndarray, decodes: int, context: int) -> dict[str, np.ndarray]:
-    """One prompt chunk of `tokens` (no prior context) plus `decodes` one-token decodes."""
-    tokens = np.asarray(tokens, dtype=np.int64)
-    return {
-        "query_tokens": tokens + decodes,
-        "num_seqs": 1 + decodes + 0 * tokens,
-        "kv_read_tokens": decodes * context + 0 * tokens,
-        "attn_pairs": tokens * (tokens + 1) // 2 + decodes * (context + 1),
-    }
-
-
 def _take(costs: StepCosts, index) -> dict[str, np.ndarray]:
     names = ["step_ms", "memory_bound"] + [name for name, _, _ in PARTS]
     return {name: np.asarray(getattr(costs, name))[index] for name in names}
@@ -67,12 +63,12 @@ def compute(p: Params) -> dict:
     xs = grid()
     anim_xs = grid(points=41)
     chunks = [
-        _batch(xs, 0, 0),  # prompt only
-        _batch(xs, p.decodes, p.context_tokens),  # with the running decodes
-        _batch(np.array([p.tokens]), 0, 0),
-        _batch(np.array([p.tokens]), p.decodes, p.context_tokens),
-        _batch(np.array([REF_TOKENS]), 0, 0),
-        _batch(anim_xs, 0, 0),
+        mixed_batch(xs, 0, 0),  # prompt only
+        mixed_batch(xs, p.decodes, p.context_tokens),  # with the running decodes
+        mixed_batch(np.array([p.tokens]), 0, 0),
+        mixed_batch(np.array([p.tokens]), p.decodes, p.context_tokens),
+        mixed_batch(np.array([REF_TOKENS]), 0, 0),
+        mixed_batch(anim_xs, 0, 0),
     ]
     sizes = np.cumsum([0] + [len(c["query_tokens"]) for c in chunks])
     merged = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
@@ -92,21 +88,26 @@ def compute(p: Params) -> dict:
         "anim": parts[5],
         "weight_read_ms": weight_read_ms(dep),
         "ridge_tokens": ridge_tokens(dep),
-        "weight_gb": weight_bytes(model, p.dtype, p.tp) / 1e9,
+        "weight_gb": weight_read_bytes(model, p.dtype, p.tp, tokens=1) / 1e9,
+        "pool": kv_pool(p.gpu, p.model, tp=p.tp, dtype=p.dtype),
         "kv_gb": kv_gb,
     }
 
 
 def numbers(p: Params, c: dict) -> dict:
     """The values the lesson text quotes, all taken from `c`."""
+    # The seed's back-of-envelope: an 8B model on a 3 TB/s, 500 TFLOP/s GPU (H100-SXM's numbers
+    # scaled by sim.cost's seed assumptions), whatever the learner has selected.
     seed = step_costs(
-        Deployment(gpu=p.gpu, model="Llama-3.1-8B"),
-        **_batch(np.array([1, REF_TOKENS]), 0, 0),
+        Deployment(gpu="H100-SXM", model="Llama-3.1-8B"),
+        **mixed_batch(np.array([1, REF_TOKENS]), 0, 0),
         assumptions="seed",
     )
     ref_ms = float(c["ref"]["step_ms"][0])
     return {
         "gpu_name": get_gpu(p.gpu).name,
+        "fits": c["pool"].fits,
+        "memory_gib": get_gpu(p.gpu).memory_gib,
         "model_name": p.model,
         "dtype": p.dtype.upper(),
         "tp_phrase": "" if p.tp == 1 else f", split over {p.tp} GPUs",
@@ -191,8 +192,8 @@ def curve_figure(p: Params, c: dict) -> dict:
     ]
     layout = {
         "title": {"text": f"Step time on {p.gpu}, {p.model} ({p.dtype.upper()}, TP {p.tp})"},
-        "xaxis": {"type": "log"},
-        "yaxis": {"type": "log", "range": [np.log10(bottom), np.log10(top)]},
+        "xaxis": {"type": "log", "dtick": 1},
+        "yaxis": {"type": "log", "dtick": 1, "range": [np.log10(bottom), np.log10(top)]},
         "legend": {"orientation": "h", "y": -0.25},
         "height": 460,
         "margin": {"t": 60, "b": 40},
@@ -287,9 +288,15 @@ def animation_figure(p: Params, c: dict) -> dict:
         "data": static + frames[0]["data"],
         "layout": {
             "title": {"text": "Growing the step, one frame per size"},
-            "xaxis": {"type": "log", "domain": [0, 0.55], "range": [0, np.log10(MAX_TOKENS) + 0.1]},
+            "xaxis": {
+                "type": "log",
+                "dtick": 1,
+                "domain": [0, 0.55],
+                "range": [0, np.log10(MAX_TOKENS) + 0.1],
+            },
             "yaxis": {
                 "type": "log",
+                "dtick": 1,
                 "range": [np.log10(float(y_all.min()) * 0.7), np.log10(float(y_all.max()) * 1.5)],
             },
             "xaxis2": {"domain": [0.65, 1], "range": [0, x_max], "anchor": "y2"},
@@ -333,3 +340,46 @@ def build(p: Params) -> dict:
             ),
         },
     }
+
+
+def calculator(
+    gpu: str,
+    model: str,
+    dtype: str,
+    tp: int,
+    tokens: tuple[int, ...],
+    decodes: int,
+    context_tokens: int,
+) -> dict:
+    """The step-time calculator: a table of parts and a stacked bar per token count."""
+    dep = Deployment(gpu=gpu, model=model, tp=tp, dtype=dtype)
+    costs = step_costs(dep, **mixed_batch(np.array(tokens), decodes, context_tokens))
+    labels = [f"{n:,}" for n in tokens]
+    rows = {"prompt tokens": list(tokens), "step (ms)": costs.step_ms.tolist()}
+    for name, label, _ in PARTS:
+        rows[f"{label} (ms)"] = getattr(costs, name).tolist()
+    rows["bound"] = ["memory" if m else "compute" for m in costs.memory_bound]
+    layout = {
+        "title": {"text": f"Step time by part on {gpu}, {model} ({dtype.upper()}, TP {tp})"},
+        "barmode": "stack",
+        "height": 380,
+        "legend": {"orientation": "h", "y": -0.3},
+        "xaxis": {"type": "category"},
+    }
+    _axes_titles(layout, "prompt tokens in the step", "time (ms)")
+    data = [
+        {
+            "type": "bar",
+            "name": label,
+            "x": labels,
+            "y": getattr(costs, name).tolist(),
+            "marker": {"color": color(role)},
+            "hovertemplate": "%{y:.2f} ms<extra>" + label + "</extra>",
+        }
+        for name, label, role in PARTS
+    ]
+    alt = (
+        f"Stacked bars of step time by part for {len(tokens)} token counts on {gpu} with "
+        f"{model}: from {costs.step_ms.min():.1f} ms to {costs.step_ms.max():.1f} ms."
+    )
+    return {"rows": rows, "figure": {"data": data, "layout": layout}, "alt": alt}

@@ -43,3 +43,16 @@ def chart_state(page: Page, index: int = 0) -> dict:
         }""",
         index,
     )
+
+
+def full_screenshot(page: Page, path: str) -> None:
+    """Screenshot the whole app: Streamlit scrolls inside its main block, so grow the viewport."""
+    height = page.evaluate(
+        "() => Math.max(document.querySelector('[data-testid=stMain]')?.scrollHeight || 0,"
+        " document.body.scrollHeight)"
+    )
+    size = page.viewport_size or {"width": 1400, "height": 1000}
+    page.set_viewport_size({"width": size["width"], "height": min(int(height) + 50, 16000)})
+    page.wait_for_timeout(500)
+    page.screenshot(path=path)
+    page.set_viewport_size(size)

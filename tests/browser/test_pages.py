@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.helpers import CHART, chart_state, open_page
+from tests.browser.helpers import CHART, chart_state, full_screenshot, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +28,7 @@ def test_page_renders(page: Page, app_url: str, shots, path: str, name: str, cha
     for i in range(charts):
         title = page.locator(CHART).nth(i).locator(".gtitle")
         expect(title).not_to_be_empty()
-    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+    full_screenshot(page, str(shots / f"{name}.png"))
 
 
 def _animated_chart_index(page: Page) -> int:
@@ -73,3 +73,19 @@ def test_slider_press_updates_chart(page: Page, app_url: str):
     page.wait_for_function("() => " + xs + " !== window.__xsBefore", timeout=20_000)
     after = chart_state(page, 0)
     assert after["x"] != before["x"]
+
+
+def test_quiz_answer_updates_sidebar_xp(page: Page, app_url: str, shots):
+    from lessons.course import lessons
+
+    lesson = lessons()[0]
+    q = lesson.bank().questions[0]
+    open_page(page, app_url + "/practice")
+    key = f"quiz-{lesson.id}-{q.id}".replace("_", "-")
+    card = page.locator(f".st-key-{key}")
+    card.get_by_text(q.correct_choice, exact=True).click()
+    page.locator(f".st-key-{key}-check button").click()
+    expect(page.get_by_text("Correct! +10 XP").first).to_be_visible(timeout=15_000)
+    sidebar_xp = page.locator("[data-testid=stSidebar] [data-testid=stMetricValue]").first
+    expect(sidebar_xp).to_have_text("10", timeout=15_000)
+    page.screenshot(path=str(shots / "practice_answered.png"), full_page=False)

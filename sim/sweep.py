@@ -1,0 +1,143 @@
+"""Sweeps: one call runs many scheduler configurations on the same workload (a lesson's curve).
+
+`sweep(configs, workload, deployment=...)` returns a pandas DataFrame with one row per
+configuration: the settings that vary, then the run's figures from `sim.metrics.summarize`
+(steps, preemptions, throughput, TTFT/ITL/E2E percentiles flattened to columns such as
+`ttft_ms_p50`) and the scheduler's own time. `sweep_values(base, "max_num_batched_tokens",
+[...], workload)` varies one setting of a base configuration.
+
+What is shared, honestly: the workload's arrays are validated once and used read-only by every
+run; its arrival order and the policy's keys are computed once per policy (`scheduler.prepare`);
+the deployment's cost model is resolved once. Each configuration is then its own step-exact run
+(its own windows and events): the runs are not fused into one array program, because every
+configuration takes different decisions at different steps. `workers=2` runs configurations in
+two processes (the machine has two cores), which helps only for long sweeps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pandas as pd
+
+from sim.config import SchedulerConfig
+from sim.errors import SimInputError
+from sim.run import Run
+from sim.scheduler import Engine, Prepared, prepare
+from sim.workload import Workload
+
+MAX_CONFIGS = 4096
+
+
+def _flatten(summary: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                out[f"{key}_{sub}"] = v
+        else:
+            out[key] = value
+    return out
+
+
+def _varied(configs: Sequence[SchedulerConfig]) -> list[str]:
+    names = [f.name for f in dataclasses.fields(SchedulerConfig)]
+    first = dataclasses.asdict(configs[0])
+    return [n for n in names if any(getattr(c, n) != first[n] for c in configs[1:])] or [
+        "max_num_batched_tokens"
+    ]
+
+
+def _one(
+    config: SchedulerConfig,
+    workload: Workload,
+    deployment: Any,
+    prepared: Prepared,
+    max_steps: int | None,
+    slo: tuple[float | None, float | None],
+    keep_run: bool,
+) -> tuple[dict[str, Any], Run | None]:
+    from sim.metrics import summarize
+
+    timer = None
+    if deployment is not None:
+        from sim.timed import timer_for
+
+        timer = timer_for(deployment)
+    t0 = time.perf_counter()
+    run = Engine(config, workload, timer=timer, max_steps=max_steps, prepared=prepared).run()
+    seconds = time.perf_counter() - t0
+    row = _flatten(summarize(run, ttft_slo_ms=slo[0], itl_slo_ms=slo[1]))
+    row["scheduler_seconds"] = seconds
+    return row, (run if keep_run else None)
+
+
+def _one_packed(args):
+    return _one(*args)
+
+
+def sweep(
+    configs: Iterable[SchedulerConfig],
+    workload: Workload,
+    *,
+    deployment: Any = None,
+    ttft_slo_ms: float | None = None,
+    itl_slo_ms: float | None = None,
+    max_steps: int | None = None,
+    keep_runs: bool = False,
+    workers: int = 1,
+) -> pd.DataFrame:
+    """Run every configuration on `workload`; one row per configuration, in the given order.
+
+    With `deployment` (sim.cost.Deployment) the runs are timed (workload.arrival_s); without it
+    they are step replays (workload.arrival_step). `keep_runs=True` stores each Run in the
+    frame's `attrs["runs"]` (memory: one Run per configuration).
+    """
+    configs = list(configs)
+    if not configs:
+        raise SimInputError("a sweep needs at least one configuration")
+    if len(configs) > MAX_CONFIGS:
+        raise SimInputError(f"a sweep takes at most {MAX_CONFIGS} configurations")
+    if not all(isinstance(c, SchedulerConfig) for c in configs):
+        raise SimInputError("every configuration of a sweep must be a SchedulerConfig")
+    timed = deployment is not None
+    prepared: dict[str, Prepared] = {}
+    for c in configs:
+        if c.policy not in prepared:
+            prepared[c.policy] = prepare(workload, c.policy, timed)
+    slo = (ttft_slo_ms, itl_slo_ms)
+    jobs = [
+        (c, workload, deployment, prepared[c.policy], max_steps, slo, keep_runs) for c in configs
+    ]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_one_packed, jobs))
+    else:
+        results = [_one(*job) for job in jobs]
+    varied = _varied(configs)
+    rows = []
+    for config, (row, _) in zip(configs, results, strict=True):
+        rows.append({name: getattr(config, name) for name in varied} | row)
+    frame = pd.DataFrame(rows)
+    if keep_runs:
+        frame.attrs["runs"] = [run for _, run in results]
+    return frame
+
+
+def sweep_values(
+    base: SchedulerConfig,
+    name: str,
+    values: Iterable[Any],
+    workload: Workload,
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """`sweep` over copies of `base` with setting `name` set to each of `values`."""
+    fields = {f.name for f in dataclasses.fields(SchedulerConfig)}
+    if name not in fields:
+        raise SimInputError(f"unknown scheduler setting {name!r}")
+    configs = [dataclasses.replace(base, **{name: v}) for v in values]
+    return sweep(configs, workload, **kwargs)

@@ -1,0 +1,525 @@
+"""Windows of steps computed at once ("Vectorize over steps too", ARCHITECTURE.md).
+
+From a state where every running request is decoding, a window follows the simple story for up
+to T steps: each running request decodes one token per step until it finishes (its blocks are
+freed in that step's output processing); the waiting queue's head is admitted at the first step
+where vLLM's waiting loop would admit it, with its whole prompt (or whole recompute) in that step,
+and decodes from the next step on; arrivals join the queue in their step (step replays; a timed
+window takes no arrivals and ends at the next one).
+
+Per-step quantities are arrays over the window: running count, decode block needs (a strided
+cumulative sum per residue modulo block_size), admissions' tokens and blocks, blocks freed by
+finishes, free blocks (one cumulative sum). The steps where nothing changes cost nothing; each
+admission is one event: a vectorized search for its first admissible step over the remaining
+steps (max_num_seqs, budget, full-sequence KV check and watermark, against the free blocks left
+after that step's decode allocations), then slice updates. The window is cut before the first
+step where the story breaks (a running request short of blocks, i.e. a preemption; a chunked
+admission; a budget-capped step); the general step code does that step. So each window is exact
+step for step. (Prefix caching keeps the shorter quiet runs in scheduler.py: its block pool is
+order dependent.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.kv import cdiv
+from sim.run import StepDetail
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _boundary_counts(
+    a: np.ndarray, b: np.ndarray, base: np.ndarray, bs: int, length: int
+) -> np.ndarray:
+    """Per step t < length: how many decoders need a new block at t. A decoder decodes on steps
+    [a, b] and has computed base + (t - a) tokens before step t; it needs a block when that is a
+    multiple of bs."""
+    out = np.zeros(length, dtype=np.int64)
+    if a.shape[0] == 0:
+        return out
+    t0 = a + (-base) % bs
+    b = np.minimum(b, length - 1)
+    keep = t0 <= b
+    t0 = t0[keep]
+    t_last = t0 + ((b[keep] - t0) // bs) * bs
+    rows = -(-(length + bs) // bs)
+    size = rows * bs
+    d = np.bincount(t0, minlength=size)[:size] - np.bincount(t_last + bs, minlength=size)[:size]
+    return np.cumsum(d.reshape(rows, bs), axis=0).ravel()[:length]
+
+
+class WindowMixin:
+    """Adds `_window()` to the Engine (scheduler.py); reads and updates its state arrays."""
+
+    def _window(self) -> int:
+        """Plan and apply a window from step self.step + 1; returns its length (0: none)."""
+        R = self.running
+        n0 = R.shape[0]
+        k0 = self.step + 1
+        comp0 = self.computed[R]
+        if n0 > self.budget_max or (n0 and not np.all(self.num_tokens[R] - comp0 == 1)):
+            return 0
+        T = min(self.window_len, self.max_steps - self.step)
+        if T <= 0:
+            return 0
+        if self.timed:
+            m = self._timed_window(T, R, comp0)
+        else:
+            ptr = self.arrival_ptr
+            end = int(np.searchsorted(self.arrival_sorted, k0 + T - 1, side="right"))
+            arr_ids = self.arrival_order[ptr:end]
+            arr_t = self.arrival_sorted[ptr:end] - k0
+            if n0 == 0 and self.waiting.shape[0] == 0 and arr_ids.shape[0] == 0:
+                return 0
+            stop, adm_ids, adm_t, fin0, final0 = self._plan(T, R, comp0, arr_ids, arr_t)
+            if stop <= 0:
+                return 0
+            arrays = self._window_arrays(stop, R, comp0, fin0, final0, adm_ids, adm_t)
+            nan = np.full(stop, np.nan)
+            m = self._apply_window(stop, arrays, R, comp0, fin0, arr_ids, arr_t, nan, nan)
+        if m:
+            # the next window plans as far as this one got, doubled (at least 32 steps)
+            self.window_len = min(8192, max(32, 2 * m))
+        return m
+
+    def _timed_window(self, T: int, R: np.ndarray, comp0: np.ndarray) -> int:
+        """A timed window: which step each arrival lands in depends on the step times, which
+        depend on the arrivals. Guess the landing steps, plan, price the steps (one vectorized
+        cost call), recompute the landing steps; repeat until they agree (a few rounds), and
+        keep the steps before the first disagreement otherwise."""
+        ptr = self.arrival_ptr
+        K = min(self.n - ptr, 4 * T + 16)
+        arr_ids = self.arrival_order[ptr : ptr + K]
+        arr_s = self.arrival_sorted[ptr : ptr + K]
+        if R.shape[0] == 0 and self.waiting.shape[0] == 0 and K == 0:
+            return 0
+        # First guess of the landing steps: the last window's mean step time.
+        avg_ms = getattr(self, "avg_step_ms", 0.0)
+        if avg_ms > 0:
+            guess = np.ceil((arr_s - self.now_s) * 1e3 / avg_ms).astype(np.int64)
+            guess = np.maximum(guess, 0)
+            guess = guess[: int(np.searchsorted(guess, T, side="left"))]
+        else:
+            guess = _EMPTY
+        best = None
+        for _ in range(6):
+            n_g = guess.shape[0]
+            stop, adm_ids, adm_t, fin0, final0 = self._plan(T, R, comp0, arr_ids[:n_g], guess)
+            if stop <= 0:
+                return 0
+            arrays = self._window_arrays(stop, R, comp0, fin0, final0, adm_ids, adm_t)
+            ms = np.asarray(
+                self.timer(arrays["tokens"], arrays["seqs"], arrays["kv_read"], arrays["attn"]),
+                dtype=np.float64,
+            )
+            ends = self.now_s + np.cumsum(ms) / 1e3
+            starts = np.concatenate(([self.now_s], ends[:-1]))
+            landing = np.searchsorted(starts, arr_s, side="left")  # first step starting >= it
+            n_a = int(np.searchsorted(landing, stop, side="left"))
+            n_g = int(np.searchsorted(guess, stop, side="left"))  # guessed inside this plan
+            n = min(n_a, n_g)
+            diff = np.flatnonzero(landing[:n] != guess[:n])
+            j = int(diff[0]) if diff.size else n
+            if j == n_a == n_g:
+                m = stop
+            else:
+                m = min(int(landing[j]) if j < n_a else stop, int(guess[j]) if j < n_g else stop)
+            if n_a == K and ptr + K < self.n:
+                m = min(m, int(landing[K - 1]))  # later arrivals were not looked at
+            best = (m, stop, adm_ids, adm_t, fin0, final0, arrays, starts, ms, n_g, guess)
+            if m == stop:
+                break
+            guess = landing[:n_a]
+        m, stop, adm_ids, adm_t, fin0, final0, arrays, starts, ms, n_g, guess = best
+        if m <= 0:
+            return 0
+        if m < stop:
+            arrays = self._window_arrays(m, R, comp0, fin0, final0, adm_ids, adm_t)
+        self.now_s = float(starts[m - 1] + ms[m - 1] / 1e3)
+        self.avg_step_ms = float(ms[:m].mean())
+        return self._apply_window(
+            m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m]
+        )
+
+    def _plan(self, T, R, comp0, arr_ids, arr_t):
+        """The admissions of a window of up to T steps and where its story breaks.
+        Returns (stop, admitted ids, their steps, finishing steps and final blocks of R)."""
+        n0 = R.shape[0]
+        bs = self.bs
+        B = self.budget_max
+        ptr = self.arrival_ptr
+        # ---------------- running requests: decode until they finish
+        rem0 = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
+        fin0 = rem0 - 1
+        run_cnt = -np.bincount(np.minimum(fin0 + 1, T), minlength=T + 1)
+        run_cnt[0] += n0
+        run_cnt = np.cumsum(run_cnt)[:T]
+        dec_need = _boundary_counts(np.zeros(n0, dtype=np.int64), fin0, comp0, bs, T)
+        final0 = cdiv(comp0 + rem0, bs)
+        inw = fin0 < T
+        freed = np.bincount(fin0[inw], weights=final0[inw], minlength=T)[:T].astype(np.int64)
+        fcfs_like = self.policy.name == "fcfs" or bool(np.all(np.diff(arr_t) > 0))
+        if self.waiting.shape[0] == 0 and arr_ids.shape[0] and fcfs_like:
+            res = self._plan_immediate(T, run_cnt, dec_need, freed, arr_ids, arr_t)
+            if res is not None:
+                stop, adm_ids, adm_t, busy, all_in = res
+                everyone = all_in and ptr + arr_ids.shape[0] == self.n
+                return self._plan_end(stop, adm_ids, adm_t, busy, fin0, final0, everyone)
+        # Per step, before this window's admissions: requests already running (busy), budget
+        # left after their decodes (left) and free blocks left after their allocations (avail).
+        free_start = np.empty(T + 1, dtype=np.int64)
+        free_start[0] = self.free
+        np.cumsum(freed - dec_need, out=free_start[1:])
+        free_start[1:] += self.free
+        busy = run_cnt.copy()
+        left = B - run_cnt
+        avail = free_start[:T] - dec_need
+        stair = np.arange(T, dtype=np.int64) // bs + 1  # blocks a decoder adds, per bs steps
+
+        def first_bad(lo):
+            """First step >= lo where the running loop runs short (preemption) or over budget."""
+            bad = (avail[lo:] < 0) | (left[lo:] < 0)
+            return lo + int(np.argmax(bad)) if bad.any() else T
+
+        limit = first_bad(0)
+
+        # ---------------- admissions, one event each
+        queue = self.waiting
+        ai = 0  # next arrival not yet in the queue
+        n_arr = arr_ids.shape[0]
+        t_prev = 0
+        adm_ids: list[int] = []
+        adm_t: list[int] = []
+        S = self.max_seqs
+        wmb = self.wm_blocks
+        while True:
+            # arrivals up to t_prev join the queue (policy order)
+            if ai < n_arr and arr_t[ai] <= t_prev:
+                aj = int(np.searchsorted(arr_t, t_prev, side="right"))
+                queue = self.policy.enqueue(queue, arr_ids[ai:aj])
+                ai = aj
+            t_next_arr = int(arr_t[ai]) if ai < n_arr else T
+            if t_prev >= limit:
+                break
+            if queue.shape[0] == 0:
+                if t_next_arr >= limit:
+                    break
+                t_prev = t_next_arr
+                continue
+            h = int(queue[0])
+            hi = min(limit, t_next_arr)
+            nt = int(self.num_tokens[h])
+            blk = int(-(-nt // bs))
+            b_sl = busy[t_prev:hi]
+            l_sl = left[t_prev:hi]
+            nn = nt
+            if self.thr > 0 and nt > self.thr:
+                # capped (a chunk) wherever more than one request exists: not the simple story
+                nn = np.where(b_sl + queue.shape[0] > 1, self.thr, nt)
+            ok = (b_sl < S) & (l_sl > 0)
+            if not self.chunked:
+                ok &= nn <= l_sl
+            need = blk if self.reserve_full else -(-np.minimum(nn, l_sl) // bs)
+            if wmb:
+                need = need + np.where(b_sl > 0, wmb, 0)
+            ok &= avail[t_prev:hi] >= need
+            if not ok.any():
+                idle = b_sl == 0
+                if idle.any():  # nothing runs and the head never fits: the general step says so
+                    limit = t_prev + int(np.argmax(idle))
+                    break
+                if t_next_arr >= limit:
+                    break
+                t_prev = t_next_arr
+                continue
+            i = int(np.argmax(ok))
+            t_h = t_prev + i
+            capped = self.thr > 0 and nt > self.thr and b_sl[i] + queue.shape[0] > 1
+            if nt > int(l_sl[i]) or capped:
+                limit = t_h  # a chunked admission: the general step does it
+                break
+            # admit h at t_h with its whole num_tokens; it samples, then decodes from t_h + 1
+            queue = queue[1:]
+            adm_ids.append(h)
+            adm_t.append(t_h)
+            busy[t_h] += 1
+            left[t_h] -= nt
+            avail[t_h] -= blk
+            rem = int(min(self.max_out[h] - self.num_output[h], self.mml - nt))
+            fin = min(t_h + rem - 1, T - 1)
+            if fin > t_h:
+                busy[t_h + 1 : fin + 1] += 1
+                left[t_h + 1 : fin + 1] -= 1
+                avail[t_h + 1 : fin + 1] -= blk
+                t0 = t_h + 1 + (-nt) % bs
+                if t0 <= fin:
+                    avail[t0 : fin + 1] -= stair[: fin + 1 - t0]
+            limit = min(limit, first_bad(t_h + 1))
+            t_prev = t_h
+
+        everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr == self.n
+        return self._plan_end(limit, adm_ids, adm_t, busy, fin0, final0, everyone)
+
+    def _plan_end(self, stop, adm_ids, adm_t, busy, fin0, final0, everyone):
+        """Common end of a plan: a run ends with its last finish; a timed engine never idles."""
+        if everyone:
+            fins = [int(fin0.max()) if fin0.shape[0] else -1]
+            if len(adm_ids):
+                h_arr = np.asarray(adm_ids)
+                t_arr = np.asarray(adm_t)
+                rem_h = np.minimum(
+                    self.max_out[h_arr] - self.num_output[h_arr],
+                    self.mml - self.num_tokens[h_arr],
+                )
+                fins.append(int((t_arr + rem_h - 1).max()))
+            stop = min(stop, max(fins) + 1)
+        if self.timed and stop > 0:
+            idle = busy[:stop] == 0
+            if idle.any():  # a timed engine does not step while idle: it jumps to the arrival
+                stop = int(np.argmax(idle))
+        return stop, adm_ids, adm_t, fin0, final0
+
+    def _plan_immediate(self, T, run_cnt, dec_need, freed, J, tj):
+        """The waiting queue is empty: try the story where every arrival is admitted in its
+        arrival step with its whole prompt, checked for all of them at once (vectorized).
+        Returns (stop, admitted ids, steps, busy per step, all arrivals admitted) or None."""
+        bs = self.bs
+        B = self.budget_max
+        pj = self.num_tokens[J]
+        remj = np.minimum(self.max_out[J] - self.num_output[J], self.mml - pj)
+        finj = tj + remj - 1
+        blkj = cdiv(pj, bs)
+        dec = finj > tj
+        a = tj[dec] + 1
+        b = finj[dec]
+        lo = np.minimum(a, T)
+        hi = np.minimum(b + 1, T)
+        run_tot = run_cnt + np.cumsum(
+            np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1)
+        )[:T]
+        dec_tot = dec_need + _boundary_counts(a, b, pj[dec], bs, T)
+        inw = finj < T
+        freed_tot = freed + np.bincount(
+            finj[inw], weights=cdiv(pj[inw] + finj[inw] - tj[inw], bs), minlength=T
+        )[:T].astype(np.int64)
+        adm_cnt = np.bincount(tj, minlength=T)[:T]
+        adm_blk = np.bincount(tj, weights=blkj, minlength=T)[:T].astype(np.int64)
+        delta = freed_tot - dec_tot - adm_blk
+        free_start = self.free + np.concatenate(([0], np.cumsum(delta)[:-1]))
+        avail = free_start - dec_tot
+        bad = (run_tot > B) | (avail < 0)
+        # each arrival, after those of its step before it
+        first = np.searchsorted(tj, tj, side="left")
+        m = np.arange(tj.shape[0]) - first
+        cp = np.cumsum(pj)
+        cb = np.cumsum(blkj)
+        tok_incl = cp - np.where(first > 0, cp[first - 1], 0)
+        blk_excl = cb - np.where(first > 0, cb[first - 1], 0) - blkj
+        rc = run_tot[tj]
+        wm = np.where(rc + m > 0, self.wm_blocks, 0)
+        jbad = (rc + m >= self.max_seqs) | (tok_incl > B - rc)
+        jbad |= blkj + wm > avail[tj] - blk_excl
+        if self.thr > 0:
+            jbad |= (pj > self.thr) & (rc + adm_cnt[tj] > 1)
+        bad[tj[jbad]] = True
+        stop = int(np.argmax(bad)) if bad.any() else T
+        if stop == 0:
+            return None
+        keep = tj < stop
+        return stop, J[keep], tj[keep], run_tot + adm_cnt, bool(keep.all())
+
+    def _window_arrays(self, m, R, comp0, fin0, final0, adm_ids, adm_t) -> dict:
+        """Per-request and per-step arrays of the first m steps of a planned window."""
+        bs = self.bs
+        n0 = R.shape[0]
+        J = np.array(adm_ids, dtype=np.int64)
+        tj = np.array(adm_t, dtype=np.int64)
+        keep = tj < m
+        J, tj = J[keep], tj[keep]
+        ntj = self.num_tokens[J]
+        remj = np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj)
+        finj = tj + remj - 1
+        zeros = np.zeros(n0, dtype=np.int64)
+        a = np.concatenate((zeros, tj + 1))  # first decode step
+        fin = np.concatenate((fin0, finj))
+        base = np.concatenate((comp0, ntj))  # computed before step a
+        final = np.concatenate((final0, cdiv(ntj + finj - tj, bs)))
+        dec = a <= fin
+        a_d = np.minimum(a[dec], m)
+        f_d = np.minimum(fin[dec] + 1, m)
+        run_cnt = np.cumsum(np.bincount(a_d, minlength=m + 1) - np.bincount(f_d, minlength=m + 1))[
+            :m
+        ]
+        w = (base - a)[dec].astype(np.float64)
+        d1 = np.bincount(a_d, weights=w, minlength=m + 1)
+        d1 -= np.bincount(f_d, weights=w, minlength=m + 1)
+        t = np.arange(m, dtype=np.int64)
+        kv_read = np.rint(np.cumsum(d1)[:m]).astype(np.int64) + t * run_cnt
+        adm_cnt = np.bincount(tj, minlength=m)[:m]
+        adm_tok = np.bincount(tj, weights=ntj, minlength=m)[:m].astype(np.int64)
+        adm_blk = np.bincount(tj, weights=cdiv(ntj, bs), minlength=m)[:m].astype(np.int64)
+        adm_attn = np.bincount(tj, weights=ntj * (ntj + 1) // 2, minlength=m)[:m]
+        dec_need = _boundary_counts(a[dec], fin[dec], base[dec], bs, m)
+        inw = fin < m
+        freed = np.bincount(fin[inw], weights=final[inw], minlength=m)[:m].astype(np.int64)
+        free_after_sched = (
+            self.free - np.cumsum(dec_need + adm_blk) + np.concatenate(([0], np.cumsum(freed)[:-1]))
+        )
+        kv_used_sched = self.usable - free_after_sched
+        return {
+            "J": J,
+            "tj": tj,
+            "ntj": ntj,
+            "finj": finj,
+            "ids": np.concatenate((R, J)),
+            "s": np.concatenate((zeros, tj)),  # first sampling step
+            "fin": fin,
+            "tokens": run_cnt + adm_tok,
+            "seqs": run_cnt + adm_cnt,
+            "kv_read": kv_read,
+            "attn": kv_read + run_cnt + adm_attn.astype(np.int64),
+            "adm_cnt": adm_cnt,
+            "num_fin": np.bincount(fin[inw], minlength=m)[:m],
+            "kv_used_sched": kv_used_sched,
+            "kv_used": kv_used_sched - freed,
+        }
+
+    def _apply_window(self, m, arrays, R, comp0, fin0, arr_ids, arr_t, starts, ms) -> int:
+        """Write the first m steps of a planned window into the state and the logs."""
+        bs = self.bs
+        k0 = self.step + 1
+        J, tj, ntj, finj = arrays["J"], arrays["tj"], arrays["ntj"], arrays["finj"]
+        nJ = J.shape[0]
+        ids, s, fin = arrays["ids"], arrays["s"], arrays["fin"]
+        tokens, seqs = arrays["tokens"], arrays["seqs"]
+        kv_used_sched, kv_used = arrays["kv_used_sched"], arrays["kv_used"]
+        n_arrived = int(np.searchsorted(arr_t, m - 1, side="right")) if arr_t.shape[0] else 0
+        arrived_by = np.cumsum(np.bincount(arr_t[:n_arrived], minlength=m)[:m])
+        waiting = self.waiting.shape[0] + arrived_by - np.cumsum(arrays["adm_cnt"])
+        # ---- tokens: request i samples on steps [s_i, min(fin_i, m - 1)], running order
+        t_col = np.arange(m, dtype=np.int64)[:, None]
+        steps, who = np.nonzero((s <= t_col) & (t_col <= fin))  # step-major, running order
+        if steps.shape[0]:
+            self.tok_req.append(ids[who])
+            self.tok_step.append(k0 + steps)
+        # ---- state
+        adv = np.minimum(fin0 + 1, m)
+        self.computed[R] = comp0 + adv
+        self.num_output[R] += adv
+        self.num_tokens[R] += adv
+        self.blocks[R] = cdiv(comp0 + adv, bs)
+        ft = self.first_token[R]
+        self.first_token[R] = np.where(ft == 0, k0, ft)
+        resumed = self.num_preemptions[J] > 0
+        if nJ:
+            advj = np.minimum(finj, m - 1) - tj  # decode steps done after admission
+            self.status[J] = 2
+            fs_j = self.first_sched[J]
+            self.first_sched[J] = np.where(fs_j == 0, k0 + tj, fs_j)
+            ft = self.first_token[J]
+            self.first_token[J] = np.where(ft == 0, k0 + tj, ft)
+            self.computed[J] = ntj + advj
+            self.num_output[J] += advj + 1
+            self.num_tokens[J] = ntj + advj + 1
+            self.blocks[J] = cdiv(ntj + advj, bs)
+        done = fin < m
+        fin_ids = ids[done]
+        if fin_ids.shape[0]:
+            self.status[fin_ids] = 3
+            self.finish[fin_ids] = k0 + fin[done]
+            self.blocks[fin_ids] = 0
+            self.num_finished += fin_ids.shape[0]
+        # waiting queue: arrivals up to step m - 1 join, admitted leave
+        queue = self.waiting
+        if n_arrived:
+            new = arr_ids[:n_arrived]
+            self.status[new[self.status[new] == 0]] = 1
+            self.arrival_ptr += n_arrived
+        self.running = ids[~done]
+        self.free = self.usable - int(kv_used[-1])
+        block = np.stack(
+            (
+                tokens,
+                seqs,
+                arrays["kv_read"],
+                arrays["attn"],
+                seqs,
+                waiting,
+                kv_used,
+                np.zeros(m, dtype=np.int64),
+                arrays["num_fin"],
+            ),
+            axis=1,
+        ).astype(np.int64)
+        self.log.add_block(block, starts, ms)
+        self.step = k0 + m - 1
+        if self.detail is not None or n_arrived or nJ:
+            self._window_queue_and_detail(
+                m,
+                k0,
+                queue,
+                ids,
+                s,
+                fin,
+                tj,
+                J,
+                ntj,
+                resumed,
+                arr_ids[:n_arrived],
+                arr_t[:n_arrived],
+                kv_used_sched,
+                kv_used,
+            )
+        return m
+
+    def _window_queue_and_detail(
+        self, m, k0, queue, ids, s, fin, tj, J, ntj, resumed, arr_ids, arr_t, used_s, used
+    ) -> None:
+        """The waiting queue after the window (and, if recorded, each step's detail). Queue
+        updates are per admission/arrival event; the per-step detail loop runs only when
+        detail is recorded (small runs)."""
+        admitted_set = J
+        if self.detail is None:
+            q = self.policy.enqueue(queue, arr_ids) if arr_ids.shape[0] else queue
+            if admitted_set.shape[0]:
+                q = q[self.status[q] == 1]  # admitted ones are running (or finished) now
+            self.waiting = q
+            return
+        n0 = ids.shape[0] - J.shape[0]
+        is_j = np.arange(ids.shape[0]) >= n0
+        ntok = np.ones(ids.shape[0], dtype=np.int64)
+        ntok[n0:] = ntj
+        adm_step = np.full(ids.shape[0], -1)
+        adm_step[n0:] = tj
+        res = np.zeros(ids.shape[0], dtype=bool)
+        res[n0:] = resumed
+        q = queue
+        for t in range(m):
+            arrived = arr_ids[arr_t == t]
+            if arrived.shape[0]:
+                q = self.policy.enqueue(q, arrived)
+            joining = is_j & (adm_step == t)
+            if joining.any():
+                q = q[~np.isin(q, ids[joining])]
+            active = (s <= t) & (fin >= t)
+            running = ids[active]
+            toks = np.where(joining[active], ntok[active], 1)
+            self.detail.append(
+                StepDetail(
+                    step=k0 + t,
+                    arrived=arrived,
+                    scheduled_req=running,
+                    scheduled_tokens=toks,
+                    new=ids[joining & ~res],
+                    resumed=ids[joining & res],
+                    preempted=_EMPTY,
+                    sampled=running,
+                    finished=ids[active & (fin == t)],
+                    running=running,
+                    waiting=q,
+                    kv_blocks_used_after_schedule=int(used_s[t]),
+                    kv_blocks_used=int(used[t]),
+                )
+            )
+        self.waiting = q

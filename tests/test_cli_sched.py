@@ -1,0 +1,121 @@
+"""`python -m sim replay` and `python -m sim simulate`, run as the processes other checks run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parent.parent
+
+
+def _sim(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    for needle in needles:
+        assert needle in err
+
+
+def test_replay_prints_the_recordings_schema():
+    recording = json.loads((DATA / "preempt_priority.json").read_text())
+    proc = _sim("replay", str(DATA / "preempt_priority.json"))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"steps", "per_request"}
+    assert out["steps"] == recording["steps"]
+    assert out["per_request"] == recording["per_request"]
+
+
+def test_replay_summary_keys():
+    proc = _sim("replay", str(DATA / "mixed_public.json"), "--summary")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"num_steps", "total_preemptions", "scheduler_seconds"}
+    assert out["num_steps"] == 1632 and out["total_preemptions"] == 21
+    assert out["scheduler_seconds"] > 0
+
+
+def test_rejected_configuration_exits_2_with_vllms_reason():
+    proc = _sim("replay", str(DATA / "no_chunk.json"))
+    _assert_one_line_error(
+        proc, "max_num_batched_tokens (2048) is smaller than max_model_len (8192)"
+    )
+
+
+def test_unmodelled_setting_and_bad_files_exit_2(tmp_path):
+    scenario = json.loads((DATA / "fig82.json").read_text())
+    scenario["settings"]["async_scheduling"] = True
+    path = tmp_path / "async.json"
+    path.write_text(json.dumps(scenario))
+    _assert_one_line_error(_sim("replay", str(path)), "async_scheduling")
+    _assert_one_line_error(_sim("replay", str(tmp_path / "missing.json")), "no such file")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    _assert_one_line_error(_sim("replay", str(broken)), "not valid JSON")
+    scenario = json.loads((DATA / "fig82.json").read_text())
+    scenario["requests"][0]["prompt_len"] = 9000  # >= max_model_len 8192
+    path.write_text(json.dumps(scenario))
+    _assert_one_line_error(_sim("replay", str(path)), "max_model_len")
+
+
+def test_simulate_prints_metrics(tmp_path):
+    trace = tmp_path / "trace.csv"
+    rows = ["arrival_s,prompt_tokens,output_tokens"]
+    rows += [f"{i * 0.05:.2f},{200 + 10 * i},{20 + i}" for i in range(40)]
+    trace.write_text("\n".join(rows) + "\n")
+    proc = _sim(
+        "simulate",
+        "--gpu",
+        "H100-SXM",
+        "--model",
+        "Llama-3.1-8B",
+        "--workload",
+        str(trace),
+        "--ttft-slo-ms",
+        "200",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["num_finished"] == out["num_requests"] == 40
+    assert out["num_output_tokens"] == sum(20 + i for i in range(40))
+    assert out["timed"] and out["ttft_ms"]["p50"] > 0 and out["num_good"] <= 40
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--workload", "poisson:rate=5"], "n="),
+        (["--workload", "missing_trace.csv"], "missing_trace.csv"),
+        (
+            [
+                "--workload",
+                "poisson:rate=5,n=10",
+                "--max-num-batched-tokens",
+                "8",
+                "--max-num-seqs",
+                "64",
+            ],
+            "must be greater than or equal to max_num_seqs",
+        ),
+        (["--workload", "poisson:rate=5,n=10", "--policy", "lottery"], "unknown policy"),
+    ],
+)
+def test_simulate_bad_input_exits_2(args, needle):
+    proc = _sim("simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", *args)
+    _assert_one_line_error(proc, needle)

@@ -1,0 +1,242 @@
+"""Cost model: seed numbers, calibration error bars and drift, roofline shape, TP, MoE, input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sim import calibrate
+from sim.cost import (
+    Deployment,
+    GemmFactors,
+    calibration,
+    factors_for,
+    ridge_tokens,
+    smooth_max,
+    step_costs,
+    weight_read_ms,
+)
+from sim.errors import SimInputError
+from sim.hardware import get_gpu
+
+H100_8B = Deployment("H100-SXM", "Llama-3.1-8B")
+
+
+def costs(dep, tokens, seqs=None, kv=None, **kw):
+    t = np.asarray(tokens, dtype=float)
+    return step_costs(
+        dep,
+        query_tokens=t,
+        num_seqs=np.ones_like(t) if seqs is None else seqs,
+        kv_read_tokens=np.zeros_like(t) if kv is None else kv,
+        **kw,
+    )
+
+
+def test_seed_numbers_by_computation():
+    w = weight_read_ms(H100_8B, "seed")
+    assert 5.0 <= w <= 5.5  # 16 GB at 3 TB/s
+    c = costs(H100_8B, [1, 2048], assumptions="seed")
+    assert c.step_ms[0] == pytest.approx(w)
+    assert 64.0 <= c.step_ms[1] <= 67.0  # 2 x 8e9 x 2048 FLOPs at 500 TFLOP/s
+    assert bool(c.memory_bound[0]) and not bool(c.memory_bound[1])
+
+
+def test_calibrated_floor_and_2048_step_are_plausible():
+    w = weight_read_ms(H100_8B)
+    assert 4.0 < w < 6.5  # 15 GB at the fitted fraction of 3.35 TB/s
+    c = costs(H100_8B, [1, 2048])
+    assert w < c.step_ms[0] < w + 3.0
+    assert 30 < c.step_ms[1] < 70
+
+
+# The one known miss: refitting Hopper without its TP8 rows (its only model is Llama-2-7B)
+# leaves no tiny GEMMs in the fit; docs/calibration.md lists it. Every other row meets the bar.
+KNOWN_MISS = ("combo: Llama-2-7B TP8", "H100-SXM")
+
+
+def test_error_bars_hold_in_sample_and_leave_one_out():
+    errs = calibration()["errors"]
+    assert len(errs["in_sample"]) == 16 and len(errs["leave_one_out"]) == 28
+    for row in errs["in_sample"] + errs["leave_one_out"]:
+        assert row["median_rel_err"] <= 0.10, row
+        limit = 0.40 if (row.get("left_out"), row["gpu"]) == KNOWN_MISS else 0.30
+        assert row["worst_rel_err"] <= limit, row
+
+
+def test_step_costs_linear_matches_profiles():
+    """The cost model itself (not the fit code) against Vidur's A100 Llama-3-8B profile."""
+    df = calibrate.load_linear_profiles()
+    sub = df[(df["model"] == "Llama-3-8B") & (df["tp"] == 2)]
+    dep = Deployment("A100-80GB", "Llama-3.1-8B", tp=2)  # same shapes as Llama-3-8B
+    t = sub["num_tokens"].to_numpy(dtype=float)
+    c = costs(dep, t)
+    rel = np.abs(c.linear_ms / 32 / sub["measured_ms"].to_numpy() - 1)
+    assert np.median(rel) <= 0.10 and rel.max() <= 0.30
+
+
+def test_calibration_json_matches_the_code():
+    cal = calibration()
+    df = calibrate.load_linear_profiles()
+    rows = []
+    for fam, fd in df.groupby("family", sort=True):
+        fd = fd.reset_index(drop=True)
+        f = calibrate._rounded(cal["gemm"][fam])
+        pred = calibrate.predict_linear_ms(fd, f)
+        # the fit's fast path agrees with the cost model's gemm_ms
+        mem, comp = calibrate._peak_times(calibrate._arrays(fd))
+        p = f.smooth_p
+        fast = (
+            f.kernel_latency_us * 1e-3
+            + ((mem / f.bw_efficiency) ** p + (comp / f.flops_efficiency) ** p) ** (1 / p)
+        ).sum(axis=0)
+        np.testing.assert_allclose(fast, pred, rtol=1e-9)
+        for (gpu, model, tp), idx in fd.groupby(["gpu", "model", "tp"], sort=True).groups.items():
+            rows.append(
+                calibrate._err_row(
+                    fd.loc[idx], pred[np.asarray(idx)], gpu=gpu, model=model, tp=int(tp)
+                )
+            )
+        # the stored factors are the fit's optimum: nudging any of them makes the loss worse
+        meas = fd["measured_ms"].to_numpy()
+        base = calibrate.fit_loss(pred, meas)
+        for field in ("bw_efficiency", "flops_efficiency", "kernel_latency_us", "smooth_p"):
+            for s in (0.98, 1.02):
+                d = dict(f.__dict__)
+                d[field] = d[field] * s
+                if field.endswith("efficiency") and d[field] > cal["efficiency_cap"]:
+                    continue
+                nudged = calibrate.predict_linear_ms(fd, GemmFactors(**d))
+                assert calibrate.fit_loss(nudged, meas) > base - 1e-9, (fam, field, s)
+    assert rows == cal["errors"]["in_sample"]
+    assert calibrate.fit_all_reduce() == cal["all_reduce"]
+    on_disk = json.loads((calibrate.CAL_PATH).read_text())
+    assert calibrate.render_markdown(on_disk) == calibrate.DOC_PATH.read_text()
+
+
+@pytest.mark.parametrize(
+    "dep",
+    [
+        H100_8B,
+        Deployment("A100-80GB", "Llama-2-70B", tp=4),
+        Deployment("L4", "Qwen2.5-7B"),
+        Deployment("H100-SXM", "Mixtral-8x7B", tp=2, dtype="fp8"),
+        Deployment("MI300X", "Llama-3.1-70B"),
+    ],
+)
+def test_more_tokens_never_faster(dep):
+    t = np.arange(1, 20001, dtype=float)
+    c = costs(dep, t)
+    assert (np.diff(c.step_ms) >= -1e-12).all()
+    assert (np.diff(c.linear_ms) >= -1e-12).all()
+    # more cached context never faster either
+    k = costs(dep, np.full(50, 64.0), seqs=np.full(50, 64.0), kv=np.linspace(0, 1e6, 50))
+    assert (np.diff(k.step_ms) > 0).all()
+
+
+@pytest.mark.parametrize(
+    "gpu,model",
+    [("H100-SXM", "Llama-3.1-8B"), ("A100-80GB", "Qwen2.5-7B"), ("B200", "Llama-3.1-70B")],
+)
+def test_memory_to_compute_at_the_ridge(gpu, model):
+    dep = Deployment(gpu, model)
+    r = ridge_tokens(dep)
+    assert 50 < r < 2000
+    c = costs(dep, [1, r / 1.3, r * 1.3, 8192])
+    assert c.memory_bound.tolist() == [True, True, False, False]
+    # the floor: below the ridge the step costs about the weight read, above it grows ~linearly
+    c2 = costs(dep, [r * 4, r * 8])
+    assert c2.linear_ms[1] / c2.linear_ms[0] == pytest.approx(2.0, rel=0.15)
+
+
+def test_seed_ridge_is_weight_time_over_token_time():
+    s = ridge_tokens(H100_8B, "seed")
+    c = costs(H100_8B, [s * 0.99, s * 1.01], assumptions="seed")
+    assert c.memory_bound.tolist() == [True, False]
+
+
+def test_tensor_parallel_effects():
+    t = [1, 512, 4096]
+    one = costs(H100_8B, t)
+    two = costs(Deployment("H100-SXM", "Llama-3.1-8B", tp=2), t)
+    eight = costs(Deployment("H100-SXM", "Llama-3.1-8B", tp=8), t)
+    assert (one.comm_ms == 0).all() and (two.comm_ms > 0).all()
+    assert (two.linear_ms < one.linear_ms).all() and (eight.linear_ms < two.linear_ms).all()
+    assert (two.comm_ms[1:] > two.comm_ms[:-1]).all()
+    assert weight_read_ms(Deployment("H100-SXM", "Llama-3.1-8B", tp=2)) == pytest.approx(
+        weight_read_ms(H100_8B) / 2, rel=0.05
+    )
+
+
+def test_lm_head_per_sequence_and_attention_per_sequence():
+    c = costs(H100_8B, [256, 256], seqs=np.array([1.0, 256.0]), kv=np.array([0.0, 0.0]))
+    assert c.lm_head_ms[1] > c.lm_head_ms[0]
+    # one 8k-context prefill chunk vs the same tokens spread over many short sequences
+    pairs_long = np.array([512 * 8000 + 512 * 513 / 2])
+    pairs_short = np.array([512 * 1.0])
+    a = step_costs(
+        H100_8B, query_tokens=[512], num_seqs=[1], kv_read_tokens=[8000], attn_pairs=pairs_long
+    )
+    b = step_costs(
+        H100_8B, query_tokens=[512], num_seqs=[1], kv_read_tokens=[8000], attn_pairs=pairs_short
+    )
+    assert a.attention_ms[0] > b.attention_ms[0]
+
+
+def test_moe_reads_more_experts_as_tokens_grow():
+    dep = Deployment("H100-SXM", "Mixtral-8x7B", tp=2)
+    c = costs(dep, [1, 8, 64])
+    assert c.linear_ms[0] < c.linear_ms[1] < c.linear_ms[2]
+    assert c.linear_ms[2] / c.linear_ms[0] > 2.5  # 2 experts -> nearly all 8
+
+
+def test_parts_sum_and_shape():
+    q = np.array([[1.0, 100.0], [1000.0, 5000.0]])
+    c = step_costs(H100_8B, query_tokens=q, num_seqs=np.ones_like(q), kv_read_tokens=q * 3)
+    assert c.step_ms.shape == q.shape
+    total = c.linear_ms + c.attention_ms + c.lm_head_ms + c.comm_ms + c.overhead_ms
+    np.testing.assert_allclose(c.step_ms, total)
+    z = costs(H100_8B, [0.0], seqs=np.array([0.0]))
+    assert z.step_ms[0] == 0
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"query_tokens": [-1]}, "query_tokens"),
+        ({"query_tokens": [float("nan")]}, "finite"),
+        ({"query_tokens": [2e7]}, "absurd"),
+        ({"query_tokens": ["x"]}, "numbers"),
+        ({"num_seqs": [5]}, "num_seqs"),
+        ({"kv_read_tokens": [-3]}, "kv_read_tokens"),
+        ({"kv_read_tokens": [1, 2]}, "shape"),
+    ],
+)
+def test_bad_input(kw, match):
+    args = {"query_tokens": [4], "num_seqs": [1], "kv_read_tokens": [0], **kw}
+    with pytest.raises(SimInputError, match=match):
+        step_costs(H100_8B, **args)
+
+
+def test_bad_deployment():
+    with pytest.raises(SimInputError, match="FP8"):
+        Deployment("A100-80GB", "Llama-3.1-8B", dtype="fp8")
+    with pytest.raises(SimInputError, match="tp"):
+        Deployment("H100-SXM", "Llama-3.1-8B", tp=3)
+    with pytest.raises(SimInputError, match="unknown GPU"):
+        Deployment("TPU", "Llama-3.1-8B")
+    with pytest.raises(SimInputError, match="assumptions"):
+        costs(H100_8B, [1], assumptions="guess")
+
+
+def test_unprofiled_gpus_use_their_generation():
+    assert factors_for(get_gpu("L40S")) == factors_for(get_gpu("A100-80GB"))
+    assert factors_for(get_gpu("B200")) == factors_for(get_gpu("H100-SXM"))
+
+
+@pytest.mark.parametrize("p", [1.05, 1.1, 1.5, 2.0, 3.0])
+def test_fast_smooth_max_is_exact_enough(p):
+    a = np.concatenate([np.geomspace(1e-9, 1e3, 20001), [0.0, 5.0]])
+    b = np.concatenate([np.ones(20001), [0.0, 0.0]])
+    exact = (a**p + b**p) ** (1 / p)
+    np.testing.assert_allclose(smooth_max(a, b, p), exact, rtol=1e-5, atol=0)
