@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.config import SchedulerConfig
 from sim.replay import config_from_settings, replay, workload_from_requests
 from sim.scheduler import run_steps
 from sim.sweep import sweep_values

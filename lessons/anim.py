@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 MAX_FRAMES = 200
+CONTROLS_Y = -0.3  # below the x-axis title
 SPEEDS_MS = {"0.5x": 600, "1x": 300, "2x": 150, "4x": 75}
 
 
@@ -51,7 +52,7 @@ def animate(
             "type": "buttons",
             "direction": "left",
             "x": 0.0,
-            "y": -0.2,
+            "y": CONTROLS_Y,
             "xanchor": "left",
             "yanchor": "top",
             "pad": {"r": 8, "t": 4},
@@ -65,7 +66,7 @@ def animate(
             "type": "dropdown",
             "direction": "up",
             "x": 0.22,
-            "y": -0.2,
+            "y": CONTROLS_Y,
             "xanchor": "left",
             "yanchor": "top",
             "pad": {"r": 8, "t": 4},
@@ -81,7 +82,7 @@ def animate(
         {
             "active": 0,
             "x": 0.42,
-            "y": -0.2,
+            "y": CONTROLS_Y,
             "len": 0.58,
             "xanchor": "left",
             "yanchor": "top",
@@ -105,6 +106,6 @@ def animate(
         }
     ]
     margin = layout.setdefault("margin", {})
-    margin["b"] = max(margin.get("b", 0), 150)
+    margin["b"] = max(margin.get("b", 0), 170)
     figure["frames"] = named
     return figure

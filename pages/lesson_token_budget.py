@@ -42,6 +42,7 @@ st.markdown(section(TEXT, "rule"))
 
 @st.fragment
 def speculative(p: figures.Params) -> None:
+    st.markdown(section(TEXT, "spec"))
     k = integer(
         "Draft tokens per running request (k)",
         0,
@@ -50,7 +51,7 @@ def speculative(p: figures.Params) -> None:
         default=2,
     )
     part = figures.spec_part(p, k)
-    st.markdown(section(TEXT, "spec", part["numbers"]))
+    st.markdown(section(TEXT, "spec-numbers", part["numbers"]))
     show(part["figure"], alt=part["alt"], key="tb-spec")
     st.caption(section(TEXT, "spec-note"))
 

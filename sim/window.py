@@ -63,6 +63,8 @@ class WindowMixin:
         T = min(self.window_len, self.max_steps - self.step)
         if T <= 0:
             return 0
+        if n0 and int(np.count_nonzero(comp0 % self.bs == 0)) > self.free:
+            return 0  # the first step's decodes run short of blocks: a preemption step
         if self.timed:
             m = self._timed_window(T, R, comp0)
         else:
@@ -177,12 +179,13 @@ class WindowMixin:
         avail = free_start[:T] - dec_need
         stair = np.arange(T, dtype=np.int64) // bs + 1  # blocks a decoder adds, per bs steps
 
-        def first_bad(lo):
-            """First step >= lo where the running loop runs short (preemption) or over budget."""
-            bad = (avail[lo:] < 0) | (left[lo:] < 0)
-            return lo + int(np.argmax(bad)) if bad.any() else T
+        def first_bad(lo, hi):
+            """First step in [lo, hi) where the running loop runs short of blocks (a preemption),
+            else hi. (The budget cannot run short: running <= max_num_seqs <= budget.)"""
+            bad = avail[lo:hi] < 0
+            return lo + int(np.argmax(bad)) if bad.any() else hi
 
-        limit = first_bad(0)
+        limit = first_bad(0, T)
 
         # ---------------- admissions, one event each
         queue = self.waiting
@@ -255,7 +258,7 @@ class WindowMixin:
                 t0 = t_h + 1 + (-nt) % bs
                 if t0 <= fin:
                     avail[t0 : fin + 1] -= stair[: fin + 1 - t0]
-            limit = min(limit, first_bad(t_h + 1))
+            limit = first_bad(t_h + 1, limit)
             t_prev = t_h
 
         everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr == self.n

@@ -282,6 +282,7 @@ def trade_figure(p: Params, c: dict, n: dict) -> dict:
             "domain": [0.56, 1.0],
             "anchor": "x",
             "range": ranges[0],
+            "tickvals": log_ticks(*ranges[0]),
             "title": {"text": "step time (ms, log)"},
         },
         "yaxis2": {
@@ -289,6 +290,7 @@ def trade_figure(p: Params, c: dict, n: dict) -> dict:
             "domain": [0.0, 0.44],
             "anchor": "x",
             "range": ranges[1],
+            "tickvals": log_ticks(*ranges[1]),
             "title": {"text": "first token after (s, log)"},
         },
         "legend": {"orientation": "h", "y": -0.16},
@@ -358,11 +360,32 @@ def _lane_frame(c: dict, i: int, window_ms: float, decodes: int) -> tuple[list[d
     budget = int(c["grid"][i])
     worst = float(c["worst_ms"][i])
     ttft = float(c["ttft_ms"][i])
+    count = int(b["n_steps"][i])
     title = (
-        f"Budget {budget:,}: {int(b['n_steps'][i]):,} steps, users wait up to {worst:.0f} ms, "
-        f"first token at {ttft / 1e3:.2f} s"
+        f"Budget {budget:,}: {count:,} step{'s' if count > 1 else ''}, users wait up to "
+        f"{worst:.0f} ms, first token at {ttft / 1e3:.2f} s"
     )
     return traces, title
+
+
+def lower_controls(figure: dict, y: float = -0.3, bottom: int = 170) -> None:
+    """Move the animation's buttons and step slider below the x-axis title (no overlap)."""
+    layout = figure["layout"]
+    for menu in layout["updatemenus"]:
+        menu["y"] = y
+    layout["sliders"][0]["y"] = y
+    layout["margin"]["b"] = max(layout["margin"].get("b", 0), bottom)
+
+
+def log_ticks(lo_log: float, hi_log: float) -> list[float]:
+    """1-2-5 tick values between two log10 bounds, so a log axis reads 10, 20, 50, 100, ..."""
+    out = []
+    for e in range(int(np.floor(lo_log)) - 1, int(np.ceil(hi_log)) + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0**e
+            if 10**lo_log <= v <= 10**hi_log:
+                out.append(v)
+    return out
 
 
 def anim_figure(p: Params, c: dict) -> dict:
@@ -401,11 +424,12 @@ def anim_figure(p: Params, c: dict) -> dict:
                 "title": {"text": "who gets served"},
             },
             "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-            "height": 380,
+            "height": 460,
             "margin": {"t": 110},
         },
     }
     figure = animate(figure, frames, labels, prefix="token budget: ")
+    lower_controls(figure)
     figure["layout"]["sliders"][0]["active"] = start
     return figure
 

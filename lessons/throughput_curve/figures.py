@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lessons.anim import animate
+from lessons.choosing_budget.figures import log_ticks, lower_controls
 from lessons.theme import color
 from sim.cost import Deployment, step_costs, weight_read_ms
 from sim.errors import SimInputError
@@ -320,6 +321,7 @@ def curve_figure(p: Params, c: dict, nums: dict) -> dict:
             "domain": [0.55, 1.0],
             "anchor": "x",
             "range": [float(np.log10(t_lo)), float(np.log10(t_hi))],
+            "tickvals": log_ticks(np.log10(t_lo), np.log10(t_hi)),
             "title": {"text": "total (tokens/s, log)"},
         },
         "yaxis2": {
@@ -327,6 +329,7 @@ def curve_figure(p: Params, c: dict, nums: dict) -> dict:
             "domain": [0.0, 0.45],
             "anchor": "x",
             "range": [float(np.log10(u_lo)), float(np.log10(u_hi))],
+            "tickvals": log_ticks(np.log10(u_lo), np.log10(u_hi)),
             "title": {"text": "each user (tokens/s, log)"},
         },
         "legend": {"orientation": "h", "y": -0.16},
@@ -388,6 +391,7 @@ def reads_figure(p: Params, c: dict, nums: dict) -> dict:
         "yaxis": {
             "type": "log",
             "range": [float(np.log10(lo)), float(np.log10(hi))],
+            "tickvals": log_ticks(np.log10(lo), np.log10(hi)),
             "title": {"text": "bytes read per step (GB, log)"},
         },
         "legend": {"orientation": "h", "y": -0.25},
@@ -511,6 +515,7 @@ def anim_figure(p: Params, c: dict) -> dict:
             "yaxis": {
                 "type": "log",
                 "range": [float(np.log10(t_lo)), float(np.log10(t_hi))],
+                "tickvals": log_ticks(np.log10(t_lo), np.log10(t_hi)),
                 "title": {"text": "total tokens/s (log)"},
                 "color": color("primary"),
             },
@@ -519,6 +524,7 @@ def anim_figure(p: Params, c: dict) -> dict:
                 "overlaying": "y",
                 "side": "right",
                 "range": [float(np.log10(u_lo)), float(np.log10(u_hi))],
+                "tickvals": log_ticks(np.log10(u_lo), np.log10(u_hi)),
                 "title": {"text": "tokens/s per user (log)"},
                 "color": color("prefill"),
                 "anchor": "x",
@@ -539,7 +545,9 @@ def anim_figure(p: Params, c: dict) -> dict:
             "margin": {"t": 110},
         },
     }
-    return animate(figure, frames, labels, prefix="sequences: ")
+    figure = animate(figure, frames, labels, prefix="sequences: ")
+    lower_controls(figure)
+    return figure
 
 
 def build(p: Params) -> dict:

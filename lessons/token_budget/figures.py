@@ -370,7 +370,7 @@ def defaults_figure(selected: str) -> dict:
     ]
     top = max(r["budget"] for r in rows) * 1.2
     layout = {
-        "title": {"text": "vLLM's default token budget for `vllm serve`, GPU by GPU"},
+        "title": {"text": "vLLM's default token budget for vllm serve, GPU by GPU"},
         "height": 400,
         "xaxis": {"title": {"text": "GPU (ordered by memory)"}},
         "yaxis": {"title": {"text": "default budget (tokens per step)"}, "range": [0, top]},
@@ -379,6 +379,7 @@ def defaults_figure(selected: str) -> dict:
             "overlaying": "y",
             "side": "right",
             "range": [0, max(r["memory_gib"] for r in rows) * 1.2],
+            "dtick": 40,
             "showgrid": False,
         },
         "legend": {"orientation": "h", "y": -0.3},

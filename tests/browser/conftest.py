@@ -51,8 +51,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def app_url():
-    """Start `streamlit run app.py` on a free loopback port; stop it after the session."""
+def app_url(browser):
+    """Start `streamlit run app.py` on a free loopback port; stop it after the session.
+
+    The first session of a fresh server is opened once at "/": Streamlit shows a spurious
+    "Page not found" on a deep link before any session has run st.navigation
+    (streamlit/streamlit#9992), and no test should see that.
+    """
     if NO_BROWSER is not None:
         pytest.skip(NO_BROWSER)
     port = _free_port()
@@ -88,6 +93,14 @@ def app_url():
     else:
         proc.terminate()
         pytest.fail(f"streamlit did not become healthy; see {log}")
+    warm = browser.new_page()
+    warm.goto(url)
+    warm.wait_for_function(
+        "() => document.querySelector('[data-testid=stApp]')"
+        "?.getAttribute('data-test-script-state') === 'notRunning'",
+        timeout=60_000,
+    )
+    warm.close()
     yield url
     proc.terminate()
     try:

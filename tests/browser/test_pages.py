@@ -24,6 +24,7 @@ PAGES = [
 def test_page_renders(page: Page, app_url: str, shots, path: str, name: str, charts: int):
     open_page(page, app_url + path, charts=charts)
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    expect(page.get_by_text("Page not found")).to_have_count(0)
     expect(page.locator("[data-testid=stSidebar]")).to_contain_text("XP")
     for i in range(charts):
         title = page.locator(CHART).nth(i).locator(".gtitle")
