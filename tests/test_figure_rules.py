@@ -65,3 +65,13 @@ def test_animations_have_controls_and_stay_small(page_charts):
         assert any("Speed" in label for label in labels), page
         slider_steps = spec["layout"]["sliders"][0]["steps"]
         assert len(slider_steps) == len(frames), f"{page}: slider steps != frames"
+
+
+def test_every_figure_is_valid_plotly(page_charts):
+    """The app hands figures to Streamlit unvalidated (ui/charts.py), so validate them here."""
+    import plotly.graph_objects as go
+
+    page, nodes = page_charts
+    for node in nodes:
+        spec = json.loads(node.proto.spec)
+        go.Figure(spec)  # raises ValueError on any invalid property
