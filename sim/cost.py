@@ -160,6 +160,11 @@ class StepCosts:
     comm_ms: np.ndarray
     overhead_ms: np.ndarray
     memory_bound: np.ndarray
+    # The roofline's two sides, for the whole step at the achievable rates: the time its bytes
+    # alone would take to read, and the time its FLOPs alone would take. memory_ms / step_ms is
+    # the share of the step the memory system is busy; compute_ms / step_ms that of the ALUs.
+    memory_ms: np.ndarray
+    compute_ms: np.ndarray
 
 
 def _as_array(name: str, x, shape=None) -> np.ndarray:
@@ -295,6 +300,8 @@ def step_costs(
         comm_ms=comm_ms,
         overhead_ms=overhead_ms,
         memory_bound=mem_total >= comp_total,
+        memory_ms=mem_total,
+        compute_ms=comp_total,
     )
 
 
@@ -367,6 +374,8 @@ def _seed_costs(dep, q, kv, kv_tok, bw, flops, active) -> StepCosts:
         comm_ms=comm_ms,
         overhead_ms=zeros.copy(),
         memory_bound=(w_ms + attention_ms) >= c_ms,
+        memory_ms=np.where(active, w_ms, 0.0) + attention_ms,
+        compute_ms=c_ms,
     )
 
 

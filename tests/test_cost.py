@@ -240,3 +240,20 @@ def test_fast_smooth_max_is_exact_enough(p):
     b = np.concatenate([np.ones(20001), [0.0, 0.0]])
     exact = (a**p + b**p) ** (1 / p)
     np.testing.assert_allclose(smooth_max(a, b, p), exact, rtol=1e-5, atol=0)
+
+
+def test_roofline_sides_bound_the_step():
+    """memory_ms and compute_ms are each at most the step, and decide memory_bound."""
+    from sim.cost import Deployment, mixed_batch, step_costs
+
+    for dep in (Deployment("H100-SXM", "Llama-3.1-8B"), Deployment("A100-80GB", "Mixtral-8x7B", 2)):
+        c = step_costs(dep, **mixed_batch([1, 16, 256, 2048, 16384], 32, 4096))
+        assert (c.memory_ms > 0).all() and (c.compute_ms > 0).all()
+        assert (c.memory_ms <= c.step_ms + 1e-9).all()
+        assert (c.compute_ms <= c.step_ms + 1e-9).all()
+        assert ((c.memory_ms >= c.compute_ms) == c.memory_bound).all()
+        # More prompt tokens: the compute side's share grows, the memory side's share falls.
+        assert (np.diff(c.compute_ms / c.step_ms) > 0).all()
+        # (Activation bytes grow with tokens too, so tiny steps may tick up by a hair.)
+        assert (np.diff(c.memory_ms / c.step_ms) < 1e-3).all()
+        assert (c.memory_ms / c.step_ms)[0] > 3 * (c.memory_ms / c.step_ms)[-1]
