@@ -224,7 +224,7 @@ def budget_timeline(
         "xaxis": {
             "title": {"text": "scheduler step (one forward pass each)"},
             "range": [float(xs[0]) - 0.6, float(xs[-1]) + 0.6],
-            "dtick": 1 if idx.shape[0] <= 30 else None,
+            **({"dtick": 1} if idx.shape[0] <= 30 else {}),
         },
         "yaxis": {"title": {"text": "tokens in the step"}, "range": [0, y_top]},
         "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},

@@ -1,13 +1,12 @@
 """Lesson 4 page: controls -> lessons.choosing_budget.figures.build -> charts and text."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from lessons.choosing_budget import figures
 from lessons.course import SITE_TEXT, lesson
 from lessons.text import section
 from sim.hardware import default_batch_limits, get_gpu, gpu_keys
-from sim.models import get_model, kv_bytes_per_token, kv_pool, model_keys, weight_bytes
+from sim.models import get_model, kv_pool, model_keys, weight_bytes
 from ui.charts import show
 from ui.controls import choice, integer, steps
 from ui.quiz import render_lesson_practice
@@ -18,15 +17,10 @@ BUDGET_OPTIONS = figures.BUDGETS.tolist()
 PROMPTS = [16, 256, 1024, 2048, 4096, 8192, 12000, 16384, 20000, 32768, 65536, 131072]
 
 
-@st.cache_resource(show_spinner=False, max_entries=128)
-def build(p: figures.Params) -> dict:
-    """The lesson's figures and numbers; figures validated into go.Figure once per setting.
-
-    Streamlit validates a figure dict on every draw (tens of ms for an animation); a cached
-    go.Figure skips that, and st.plotly_chart copies it before use, so sharing it is safe.
-    """
-    result = figures.build(p)
-    return {**result, "trade": go.Figure(result["trade"]), "anim": go.Figure(result["anim"])}
+# Cached as shared objects (no copy per run): the figure dicts are only read from here on.
+build = st.cache_resource(figures.build, show_spinner=False, max_entries=256)
+# The animation depends on the scene only, so the budget and ITL sliders leave it alone.
+build_anim = st.cache_resource(figures.build_anim, show_spinner=False, max_entries=64)
 
 
 def _server_default(gpu: str) -> int:
@@ -52,7 +46,6 @@ def _memory(gpu: str, model: str, budget: int, need_tokens: int) -> dict:
         "kv_need": int(need_tokens),
         "weight_gb": weight_bytes(spec) / 1e9,
         "memory_gib": get_gpu(gpu).memory_gib,
-        "kv_gb": need_tokens * kv_bytes_per_token(spec) / 1e9,
         "max_len": spec.max_position_embeddings,
     }
 
@@ -81,7 +74,9 @@ def lab() -> None:
     with cols[2]:
         prompt = steps("Long prompt (tokens)", PROMPTS, key="prompt", default=d.prompt)
     default = _server_default(gpu)
-    note = section(TEXT, "default-is-on" if budget == default else "default-is-off")
+    note = section(
+        TEXT, "default-is-on" if budget == default else "default-is-off", {"opening": d.budget}
+    )
     left, right = st.columns([4, 1], vertical_alignment="center")
     left.caption(
         section(TEXT, "defaults", {"gpu": gpu, "default_budget": default, "default_note": note})
@@ -107,6 +102,10 @@ def lab() -> None:
         st.warning(section(SITE_TEXT, "weights-do-not-fit", mem), icon=":material/memory:")
     elif mem["kv_need"] > mem["kv_have"]:
         st.warning(section(TEXT, "kv-short", mem), icon=":material/memory:")
+    max_seqs = min(default_batch_limits(gpu, usage="server")["max_num_seqs"], budget)
+    if decodes + 1 > max_seqs and decodes < budget:
+        values = {"gpu": gpu, "max_seqs": max_seqs, "decodes": decodes}
+        st.info(section(TEXT, "seqs-cap", values), icon=":material/group:")
     if prompt >= mem["max_len"]:
         st.warning(
             section(
@@ -134,12 +133,24 @@ def lab() -> None:
     st.markdown(section(TEXT, "trade" if n["fits_prompt"] else "trade-none", n))
     st.markdown(section(TEXT, "pick" if n["pick"] is not None else "pick-none", n))
     st.markdown(section(TEXT, "anim", n))
-    show(result["anim"], alt=result["alt"]["anim"], key="anim")
+    anim = build_anim(p.scene)
+    show(anim["anim"], alt=anim["alt"], key="anim")
 
 
 lab()
 st.markdown(section(TEXT, "small"))
 st.markdown(section(TEXT, "guide"))
-st.caption(section(TEXT, "method", {"context": figures.CONTEXT}))
+st.caption(
+    section(
+        TEXT,
+        "method",
+        {
+            "context": figures.CONTEXT,
+            "budget_min": figures.BUDGET_MIN,
+            "budget_max": figures.BUDGET_MAX,
+            "budget_step": figures.BUDGET_STEP,
+        },
+    )
+)
 st.markdown(section(TEXT, "quiz"))
 render_lesson_practice(LESSON)

@@ -1,6 +1,5 @@
 """Lesson page "The step loop": controls -> sim replay -> animation, stepper and the story."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from lessons.course import SITE_TEXT, lesson
@@ -24,18 +23,6 @@ def build(p: figures.Params) -> dict:
     return figures.build(p)
 
 
-# st.plotly_chart validates a dict on every rerun (go.Figure(**dict)); for an animation with
-# dozens of frames that alone is over 100 ms. A Figure built once is not validated again.
-@st.cache_resource(max_entries=64, show_spinner=False)
-def animation(p: figures.Params) -> go.Figure:
-    return go.Figure(build(p)["anim"])
-
-
-@st.cache_resource(max_entries=512, show_spinner=False)
-def still(p: figures.Params, step: int) -> go.Figure:
-    return go.Figure(figures.step_figure(build(p)["replay"], step))
-
-
 st.markdown(section(TEXT, "title"))
 st.markdown(section(TEXT, "intro"))
 st.markdown(section(TEXT, "loop"))
@@ -48,7 +35,7 @@ def by_hand(p: figures.Params) -> None:
     replay = result["replay"]
     st.markdown(section(TEXT, "stepper"))
     step = stepper(replay.run.num_steps, key="sl-step", label="Step")
-    show(still(p, step), alt=result["alt"]["step"], key="loop-step")
+    show(figures.step_figure(replay, step), alt=result["alt"]["step"], key="loop-step")
     st.markdown(figures.story(replay, step))
 
 
@@ -85,7 +72,8 @@ def lab() -> None:
     if not n["fits"]:
         st.warning(section(SITE_TEXT, "weights-do-not-fit", n), icon=":material/memory:")
     st.markdown(section(TEXT, "scenario", n))
-    st.markdown(section(TEXT, "pool-note", n))
+    if n["fits"]:
+        st.markdown(section(TEXT, "pool-note", n))
     m = st.columns(4)
     m[0].metric("Steps", f"{n['num_steps']}")
     m[1].metric("Time for the whole run", f"{n['total_ms']:,.0f} ms")
@@ -97,7 +85,7 @@ def lab() -> None:
         preempt = section(TEXT, "preempt-yes" if n["preemptions"] == 1 else "preempt-yes-many", n)
     st.markdown(section(TEXT, "summary", {**n, "preempt_sentence": preempt}))
     st.markdown(section(TEXT, "anim"))
-    show(animation(p), alt=result["alt"]["anim"], key="loop-anim")
+    show(result["anim"], alt=result["alt"]["anim"], key="loop-anim")
     by_hand(p)
 
 

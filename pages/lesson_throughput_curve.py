@@ -1,13 +1,12 @@
 """Lesson 5 page: controls -> lessons.throughput_curve.figures.build -> charts and text."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from lessons.course import SITE_TEXT, lesson
 from lessons.text import section
 from lessons.throughput_curve import figures
 from sim.hardware import get_gpu, gpu_keys
-from sim.models import model_keys
+from sim.models import get_model, model_keys, weight_bytes
 from ui.charts import show
 from ui.controls import choice, integer, scheduler_limits, steps
 from ui.quiz import render_lesson_practice
@@ -15,18 +14,12 @@ from ui.quiz import render_lesson_practice
 LESSON = lesson("throughput_curve")
 TEXT = LESSON.text_path
 CONTEXTS = [16, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
-FIGURES = ("curve", "reads", "anim")
 
 
-@st.cache_resource(show_spinner=False, max_entries=128)
-def build(p: figures.Params) -> dict:
-    """The lesson's figures and numbers; figures validated into go.Figure once per setting.
-
-    Streamlit validates a figure dict on every draw (tens of ms for an animation); a cached
-    go.Figure skips that, and st.plotly_chart copies it before use, so sharing it is safe.
-    """
-    result = figures.build(p)
-    return {**result, **{name: go.Figure(result[name]) for name in FIGURES}}
+# Cached as shared objects (no copy per run): the figure dicts are only read from here on.
+build = st.cache_resource(figures.build, show_spinner=False, max_entries=256)
+# The reads chart and the animation depend on GPU, model and context only (Params.view).
+build_static = st.cache_resource(figures.build_static, show_spinner=False, max_entries=64)
 
 
 st.markdown(section(TEXT, "title"))
@@ -67,16 +60,20 @@ def lab() -> None:
             icon=":material/block:",
         )
     if not n["fits"]:
-        memo = {"weight_gb": n["weight_gb"], "memory_gib": get_gpu(gpu).memory_gib}
+        memo = {
+            "weight_gb": weight_bytes(get_model(model)) / 1e9,
+            "memory_gib": get_gpu(gpu).memory_gib,
+        }
         st.warning(section(SITE_TEXT, "weights-do-not-fit", memo), icon=":material/memory:")
     m = st.columns(4)
-    m[0].metric("Knee", f"{n['knee']:,} sequences" if n["knee"] else "none")
-    m[1].metric(f"Largest within {target} ms", f"{n['pick']:,} sequences" if n["pick"] else "none")
-    m[2].metric("Total at the knee", f"{n['knee_total']:,.0f} tok/s" if n["knee"] else "–")
-    m[3].metric("KV cache holds", f"{n['kv_cap']:,} sequences")
-    st.caption(section(TEXT, "numbers-caption"))
+    m[0].metric("Knee (sequences)", f"{n['knee']:,}" if n["knee"] else "none")
+    m[1].metric(f"Largest within {target} ms", f"{n['pick']:,}" if n["pick"] else "none")
+    m[2].metric("Total at the knee (tok/s)", f"{n['knee_total']:,.0f}" if n["knee"] else "–")
+    m[3].metric("KV cache holds (sequences)", f"{n['kv_cap']:,}")
+    st.caption(section(TEXT, "numbers-caption", n))
     show(result["curve"], alt=result["alt"]["curve"], key="curve")
-    st.markdown(section(TEXT, "rise" if n["knee"] else "rise-no-knee", n))
+    rise = {None: "rise-no-knee", 1: "rise-early"}.get(n["knee"], "rise")
+    st.markdown(section(TEXT, rise, n))
     if n["knee"]:
         st.markdown(section(TEXT, "knee", n))
     if n["pick"] is None:
@@ -84,14 +81,16 @@ def lab() -> None:
     else:
         st.markdown(section(TEXT, "pick-kv" if n["pick_kv_bound"] else "pick", n))
     st.markdown(section(TEXT, "bend", n))
-    show(result["reads"], alt=result["alt"]["reads"], key="reads")
-    st.markdown(section(TEXT, "memory" if n["kv_cap"] < figures.MAX_SEQS else "memory-all", n))
+    static = build_static(p.view)
+    show(static["reads"], alt=static["alt"]["reads"], key="reads")
+    if n["fits"]:
+        st.markdown(section(TEXT, "memory" if n["kv_cap"] < figures.MAX_SEQS else "memory-all", n))
     if n["reach"] == 0:
         st.markdown(section(TEXT, "cap-none", n))
     else:
         st.markdown(section(TEXT, "cap-kv" if n["reach"] < n["cap"] else "cap", n))
     st.markdown(section(TEXT, "anim", n))
-    show(result["anim"], alt=result["alt"]["anim"], key="anim")
+    show(static["anim"], alt=static["alt"]["anim"], key="anim")
     st.markdown(section(TEXT, "lever"))
     st.caption(section(TEXT, "method", n))
 

@@ -1,6 +1,5 @@
 """Lesson page "One token budget": controls -> scheduler replay -> budget-fill timeline."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from lessons.course import lesson
@@ -23,16 +22,7 @@ def build(p: figures.Params) -> dict:
     return figures.build(p)
 
 
-# st.plotly_chart validates a dict on every rerun; a Figure built once is not validated again.
-@st.cache_resource(max_entries=128, show_spinner=False)
-def timeline(p: figures.Params) -> go.Figure:
-    return go.Figure(build(p)["timeline"])
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def defaults(gpu: str) -> dict:
-    part = figures.defaults_part(gpu)
-    return {**part, "figure": go.Figure(part["figure"])}
+defaults = st.cache_resource(figures.defaults_part, max_entries=16, show_spinner=False)
 
 
 st.markdown(section(TEXT, "title"))
@@ -41,7 +31,7 @@ st.markdown(section(TEXT, "rule"))
 
 
 @st.fragment
-def speculative(p: figures.Params) -> None:
+def speculative(p: figures.Params, needed: int) -> None:
     st.markdown(section(TEXT, "spec"))
     k = integer(
         "Draft tokens per running request (k)",
@@ -50,7 +40,7 @@ def speculative(p: figures.Params) -> None:
         key="tb-k",
         default=2,
     )
-    part = figures.spec_part(p, k)
+    part = figures.spec_part(p, k, needed)
     st.markdown(section(TEXT, "spec-numbers", part["numbers"]))
     show(part["figure"], alt=part["alt"], key="tb-spec")
     st.caption(section(TEXT, "spec-note"))
@@ -107,12 +97,12 @@ def lab() -> None:
         m = st.columns(4)
         m[0].metric("First chunk", f"{n['first_chunk']:,} tokens")
         m[1].metric("Steps with a chunk", f"{n['num_chunks']}")
-        m[2].metric("Decodes from its step", f"{n['decode_ordinal']}")
+        m[2].metric("First decode, counted from arrival", f"{n['decode_ordinal_text']} step")
         m[3].metric("Time to first token", f"{n['ttft_ms']:,.0f} ms")
-        show(timeline(p), alt=result["alt"], key="tb-timeline")
+        show(result["timeline"], alt=result["alt"], key="tb-timeline")
         st.markdown(section(TEXT, "reading", n))
         st.markdown(section(TEXT, "cached-some" if p.cached else "cached-none", n))
-    speculative(p)
+    speculative(p, n.get("needed", p.prompt))
     gpu_defaults(gpu)
 
 

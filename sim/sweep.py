@@ -60,9 +60,8 @@ def _one(
     max_steps: int | None,
     slo: tuple[float | None, float | None],
     keep_run: bool,
+    metrics: bool = True,
 ) -> tuple[dict[str, Any], Run | None]:
-    from sim.metrics import summarize
-
     timer = None
     if deployment is not None:
         from sim.timed import timer_for
@@ -71,7 +70,17 @@ def _one(
     t0 = time.perf_counter()
     run = Engine(config, workload, timer=timer, max_steps=max_steps, prepared=prepared).run()
     seconds = time.perf_counter() - t0
-    row = _flatten(summarize(run, ttft_slo_ms=slo[0], itl_slo_ms=slo[1]))
+    if metrics:
+        from sim.metrics import summarize
+
+        row = _flatten(summarize(run, ttft_slo_ms=slo[0], itl_slo_ms=slo[1]))
+    else:
+        row = {
+            "num_steps": run.num_steps,
+            "total_preemptions": run.total_preemptions,
+            "num_finished": int((run.finish_step > 0).sum()),
+            "num_output_tokens": int(run.token_req.shape[0]),
+        }
     row["scheduler_seconds"] = seconds
     return row, (run if keep_run else None)
 
@@ -90,12 +99,14 @@ def sweep(
     max_steps: int | None = None,
     keep_runs: bool = False,
     workers: int = 1,
+    metrics: bool = True,
 ) -> pd.DataFrame:
     """Run every configuration on `workload`; one row per configuration, in the given order.
 
     With `deployment` (sim.cost.Deployment) the runs are timed (workload.arrival_s); without it
     they are step replays (workload.arrival_step). `keep_runs=True` stores each Run in the
-    frame's `attrs["runs"]` (memory: one Run per configuration).
+    frame's `attrs["runs"]` (memory: one Run per configuration). `metrics=False` skips
+    sim.metrics.summarize and keeps only steps, preemptions, finished and output tokens.
     """
     configs = list(configs)
     if not configs:
@@ -111,7 +122,8 @@ def sweep(
             prepared[c.policy] = prepare(workload, c.policy, timed)
     slo = (ttft_slo_ms, itl_slo_ms)
     jobs = [
-        (c, workload, deployment, prepared[c.policy], max_steps, slo, keep_runs) for c in configs
+        (c, workload, deployment, prepared[c.policy], max_steps, slo, keep_runs, metrics)
+        for c in configs
     ]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:

@@ -298,9 +298,10 @@ class WindowMixin:
         b = finj[dec]
         lo = np.minimum(a, T)
         hi = np.minimum(b + 1, T)
-        run_tot = run_cnt + np.cumsum(
-            np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1)
-        )[:T]
+        run_tot = (
+            run_cnt
+            + np.cumsum(np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1))[:T]
+        )
         dec_tot = dec_need + _boundary_counts(a, b, pj[dec], bs, T)
         inw = finj < T
         freed_tot = freed + np.bincount(

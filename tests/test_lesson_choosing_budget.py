@@ -71,6 +71,15 @@ def test_opens_on_the_worked_example():
     assert sum(1 for v in x if v is None or (isinstance(v, float) and math.isnan(v))) == 6
 
 
+def test_every_chart_is_a_valid_plotly_figure():
+    """ui/charts.show sends the dicts unvalidated, so validate what the page sent here."""
+    import plotly.graph_objects as go
+
+    at = run_page(PAGE)
+    for chart in charts(at):
+        go.Figure(chart)  # raises on any property Plotly does not know
+
+
 def test_each_slider_moves_the_numbers_the_lessons_way():
     at = run_page(PAGE, query={"budget": "2048"})
     small = _read(at)

@@ -41,9 +41,10 @@ def _counters(chart: dict) -> tuple[float, float]:
 
 
 def _bars(chart: dict, name: str) -> int:
+    """Steps drawn in a strip trace: rectangles of 5 points and a gap each."""
     for trace, xs in zip(chart["data"], trace_values(chart, "x"), strict=True):
         if trace.get("name") == name:
-            return len(xs)
+            return len(xs) // 6
     raise AssertionError(f"no trace {name!r}")
 
 
@@ -208,3 +209,18 @@ def test_worst_gap_exercise_matches_the_timed_engine(seed):
     assert gaps["whole"] == pytest.approx(stats["whole"]["prompt_step_ms_max"], rel=1e-6)
     assert gaps["chunked"] == pytest.approx(stats["chunked"]["prompt_step_ms_max"], rel=1e-6)
     assert drawn.is_correct(drawn.answer) and not drawn.is_correct(drawn.answer * 1.1 + 1)
+
+
+def test_exercise_on_the_page_grades_and_pays_once():
+    at = run_page(PAGE)
+    drawn = exercise.draw_steps(0)
+    box = at.number_input(key="answer-chunked-prefill-prompt-steps-0")
+    check = "exercise-chunked-prefill-prompt-steps-check"
+    box.set_value(drawn.answer + 1)
+    at.button(key=check).click().run()
+    assert at.session_state["progress"].xp == 0
+    at.number_input(key="answer-chunked-prefill-prompt-steps-0").set_value(drawn.answer)
+    at.button(key=check).click().run()
+    assert at.session_state["progress"].xp == 10
+    at.button(key=check).click().run()
+    assert at.session_state["progress"].xp == 10

@@ -92,11 +92,18 @@ def test_smaller_budget_or_seat_cap_means_more_steps(opening):
     assert not at.exception
     one_seat = int(_metric(at, "Steps"))
     assert one_seat > base
+    anim = _anim(at)
     # With one seat the running list never holds more than one request.
-    running = [
-        t for frame in _anim(at)["frames"] for t in frame["data"] if t.get("type") == "scatter"
-    ]
+    running = [t for frame in anim["frames"] for t in frame["data"] if t.get("type") == "scatter"]
     assert all(list(t.get("y") or []).count("running list") <= 1 for t in running)
+
+
+def test_long_runs_are_sampled_and_say_so():
+    result = figures.build(figures.Params(budget=256, max_num_seqs=1, blocks=figures.POOL_MIN))
+    steps = result["numbers"]["num_steps"]
+    assert steps > 200
+    assert len(result["anim"]["frames"]) == 200
+    assert f"200 of {steps} steps, evenly sampled" in result["anim"]["layout"]["title"]["text"]
 
 
 @pytest.mark.parametrize(
@@ -144,3 +151,14 @@ def test_exercises_match_closed_forms(seed):
     assert f"**{int(wait.answer)}**" in wait.solution
     if seed == 0:
         assert (blocks.answer, wait.answer) == (39, 25)
+
+
+def test_exercise_is_graded_on_the_page(opening):
+    at = run_page(PAGE)
+    drawn = exercise.blocks_after_steps(0)
+    at.number_input(key="answer-step-loop-blocks-0").set_value(drawn.answer + 1)
+    at.button(key="exercise-step-loop-blocks-check").click().run()
+    assert at.session_state["progress"].xp == 0
+    at.number_input(key="answer-step-loop-blocks-0").set_value(drawn.answer)
+    at.button(key="exercise-step-loop-blocks-check").click().run()
+    assert at.session_state["progress"].xp == 10

@@ -69,7 +69,7 @@ def test_opening_state_is_the_recording(opening):
     assert max(chunk_steps) + 1 == first_decode == 6
     assert _metric(opening, "First chunk") == "2,040 tokens"
     assert _metric(opening, "Steps with a chunk") == "3"
-    assert _metric(opening, "Decodes from its step") == "4"
+    assert _metric(opening, "First decode, counted from arrival") == "4th step"
     text = " ".join(m.value for m in opening.markdown)
     assert "2,040, 2,040 and 16" in text and "4th step" in text
 
@@ -177,12 +177,17 @@ def test_exercises_match_the_budget_rule(seed):
         figures.Params(decodes=48, prompt=16384),
         figures.Params(budget=512, decodes=100, prompt=3072),
         figures.Params(gpu="H100-SXM", budget=8192, max_num_seqs=1024, decodes=200),
+        figures.Params(decodes=48, cached_pct=50),
+        figures.Params(prompt=16384, cached_pct=75),
     ],
 )
 def test_spec_arithmetic_at_k0_is_the_replay(p):
     s = figures.simulate(p)
     _, tokens = figures.long_chunks(s)
-    a = figures.spec_arithmetic(p.budget, p.running, p.prompt)
+    needed = figures.numbers(s)["needed"]
+    part = figures.spec_part(p, 0, needed)["numbers"]
+    assert (part["plain_chunk"], part["plain_steps"]) == (tokens[0], len(tokens))
+    a = figures.spec_arithmetic(p.budget, p.running, needed)
     assert a["chunk"][0] == tokens[0]
     assert a["steps"][0] == len(tokens)
 
@@ -198,3 +203,14 @@ def test_timeline_classifies_every_scheduled_token():
     fig = budget_timeline(s.run, first_step=2, last_step=6, fill=fill)
     assert len(fig["frames"]) == 5
     assert fig["layout"]["sliders"][0]["steps"][0]["label"] == "2"
+
+
+def test_long_timelines_are_sampled_and_say_so():
+    p = figures.Params(gpu="H100-SXM", budget=256, max_num_seqs=256, prompt=65536)
+    result = figures.build(p)
+    first, last = figures.window(result["scenario"])
+    assert last - first + 1 > 200
+    fig = result["timeline"]
+    assert len(fig["frames"]) == 200
+    assert f"200 of {last - first + 1} steps, evenly sampled" in fig["layout"]["title"]["text"]
+    assert result["numbers"]["num_chunks"] == cdiv(65536, 256 - 8)

@@ -79,3 +79,10 @@ def test_exercise_tolerance():
     assert not drawn.is_correct(102.5)
     assert not drawn.is_correct(None)
     assert not drawn.is_correct(float("nan"))
+
+
+def test_course_has_enough_questions():
+    """Issue 4: at least 6 questions per lesson and at least 30 in the course."""
+    counts = {lesson.id: len(lesson.bank().questions) for lesson in lessons()}
+    assert all(n >= 6 for n in counts.values()), counts
+    assert sum(counts.values()) >= 30, counts

@@ -71,3 +71,19 @@ def test_bad_sweeps_raise_input_errors():
         sweep([], wl)
     with pytest.raises(SimInputError, match="max_num_seqs"):  # vLLM's rejection, per value
         sweep_values(BASE, "max_num_batched_tokens", [8], wl)
+
+
+def test_sweep_without_metrics_keeps_the_run_figures():
+    wl = _workload(30)
+    bare = sweep_values(BASE, "max_num_seqs", [2, 8], wl, metrics=False)
+    assert set(bare.columns) == {
+        "max_num_seqs",
+        "num_steps",
+        "total_preemptions",
+        "num_finished",
+        "num_output_tokens",
+        "scheduler_seconds",
+    }
+    for seqs, steps in zip([2, 8], bare["num_steps"], strict=True):
+        assert steps == run_steps(dataclasses.replace(BASE, max_num_seqs=seqs), wl).num_steps
+    assert bare["num_steps"].iloc[0] > bare["num_steps"].iloc[1]  # 2 sequences take longer

@@ -478,6 +478,11 @@ def numbers(p: Params, sim: dict) -> dict:
     }
 
 
+def time_unit(span_s: float) -> tuple[str, float]:
+    """The time axis unit for a window of `span_s` seconds: ms, or s beyond 5 s."""
+    return ("s", 1.0) if span_s > 5.0 else ("ms", 1e3)
+
+
 def _ms(v: float) -> str:
     return f"{v:,.0f} ms" if v >= 100 else f"{v:,.1f} ms"
 
@@ -547,6 +552,12 @@ _LANE_TITLE = {
 }
 
 
+def _rgba(hex_color: str, alpha: float) -> str:
+    """A theme colour ("#RRGGBB") with transparency, for fills."""
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
 def _rows(lane_index: int) -> dict[str, float]:
     """y positions (reversed axis: smaller is higher) of one lane's rows."""
     top = lane_index * (USERS_SHOWN + 5)
@@ -571,7 +582,7 @@ def _step_bars(stats: dict, to_ms, merge: bool) -> dict[int, tuple[list, list]]:
     out: dict[int, tuple[list, list]] = {}
     for k in range(3):
         m = kinds == k
-        out[k] = (to_ms(starts[m]).round(3).tolist(), ((ends[m] - starts[m]) * 1e3).tolist())
+        out[k] = (to_ms(starts[m]).round(6).tolist(), (to_ms(ends[m]) - to_ms(starts[m])).tolist())
     return out
 
 
@@ -591,8 +602,10 @@ def lanes_figure(p: Params, sim: dict, n: dict) -> tuple[dict, dict]:
     r = sim["effective"]["users"]
     w0, w1 = sim["window"]
 
-    def to_ms(t):
-        return np.asarray(t, dtype=np.float64) * 1e3
+    unit, scale = time_unit(w1 - w0)
+
+    def to_ms(t):  # to the axis unit: ms, or s for long windows
+        return np.asarray(t, dtype=np.float64) * scale
 
     x0, x1 = float(to_ms(w0)), float(to_ms(w1))
     shown = np.unique(np.linspace(0, r - 1, min(USERS_SHOWN, r)).round().astype(np.int64))
@@ -619,7 +632,7 @@ def lanes_figure(p: Params, sim: dict, n: dict) -> tuple[dict, dict]:
         wait_y.extend([rows["newcomer"]] * 2 + [None])
         first_x.append(round(first_ms, 3))
         first_y.append(rows["newcomer"])
-        first_text.append(f"first token after {st['ttft_ms']:,.0f} ms")
+        first_text.append(f"first token after {_ms(st['ttft_ms'])}")
         first_pos.append("top left" if first_ms > (x0 + x1) / 2 else "top right")
         annotations.append(
             {
@@ -639,34 +652,41 @@ def lanes_figure(p: Params, sim: dict, n: dict) -> tuple[dict, dict]:
         ticks_text.append(f"new {n['prompt']:,}-token prompt")
     data: list[dict] = []
     for k in range(3):
-        base, width, y = bars[k]
+        base, width, y = (np.asarray(v, dtype=np.float64) for v in bars[k])
+        # Each step is a filled rectangle; NaN separates them. (Plotly bar traces with a `base`
+        # vanish while a figure animates, so the strips are drawn as polygons instead.)
+        x0s, x1s = base, base + width
+        xs = np.stack([x0s, x1s, x1s, x0s, x0s, np.full_like(x0s, np.nan)], axis=1).ravel()
+        lo, hi = y - 0.35, y + 0.35
+        ys = np.stack([lo, lo, hi, hi, lo, np.full_like(lo, np.nan)], axis=1).ravel()
         data.append(
             {
-                "type": "bar",
-                "orientation": "h",
+                "type": "scatter",
+                "mode": "lines",
                 "name": KIND_NAMES[k],
-                "base": np.asarray(base, dtype=np.float64),
-                "x": np.asarray(width, dtype=np.float64),
-                "y": np.asarray(y, dtype=np.float64),
-                "width": 0.7,
-                "marker": {
-                    "color": color(KIND_ROLES[k]),
-                    "opacity": 0.35 if k == 0 else 0.9,
-                    "line": {"width": 0.5 if not merged else 0, "color": "white"},
-                },
-                "hovertemplate": "step of %{x:.1f} ms<extra>" + KIND_NAMES[k] + "</extra>",
+                "x": xs.round(3),
+                "y": ys,
+                "fill": "toself",
+                "fillcolor": _rgba(color(KIND_ROLES[k]), 0.35 if k == 0 else 0.9),
+                "line": {"width": 0.5, "color": "white"},
+                "hoveron": "fills",
+                "hoverinfo": "name",
                 "showlegend": True,
             }
         )
+    # Each tick is a short vertical segment; NaN separates them, so the browser draws one path.
+    tx = np.asarray(tick_x, dtype=np.float64)
+    ty = np.asarray(tick_y, dtype=np.float64)
+    gap = np.full_like(tx, np.nan)
     data.append(
         {
             "type": "scatter",
-            "mode": "markers",
+            "mode": "lines",
             "name": "token delivered to a running user",
-            "x": np.asarray(tick_x, dtype=np.float64),
-            "y": np.asarray(tick_y, dtype=np.float64),
-            "marker": {"symbol": "line-ns-open", "size": 11, "color": color("decode")},
-            "hovertemplate": "token at %{x:.1f} ms<extra></extra>",
+            "x": np.stack([tx, tx, gap], axis=1).ravel(),
+            "y": np.stack([ty - 0.3, ty + 0.3, gap], axis=1).ravel(),
+            "line": {"color": color("decode"), "width": 1.5},
+            "hoverinfo": "skip",
         }
     )
     data.append(
@@ -690,7 +710,7 @@ def lanes_figure(p: Params, sim: dict, n: dict) -> tuple[dict, dict]:
             "text": first_text,
             "textposition": first_pos,
             "marker": {"symbol": "star", "size": 11, "color": color("prefill")},
-            "hovertemplate": "token at %{x:.1f} ms<extra>new prompt</extra>",
+            "hovertemplate": "token at %{x:,.3f} " + unit + "<extra>new prompt</extra>",
         }
     )
     bottom = _rows(1)["bottom"]
@@ -753,9 +773,8 @@ def lanes_figure(p: Params, sim: dict, n: dict) -> tuple[dict, dict]:
             "yanchor": "top",
         },
         "height": 690,
-        "barmode": "overlay",
         "xaxis": {
-            "title": {"text": "time since the long prompt arrived (ms)"},
+            "title": {"text": f"time since the long prompt arrived ({unit})"},
             "range": [x0, x1],
             "zeroline": False,
         },
@@ -770,10 +789,11 @@ def lanes_figure(p: Params, sim: dict, n: dict) -> tuple[dict, dict]:
         },
         "annotations": annotations,
         "legend": {"orientation": "h", "y": 1.01, "yanchor": "bottom", "x": 0},
-        "margin": {"t": 150, "l": 10},
+        "margin": {"t": 130, "l": 10},
     }
     figure = {"data": data + moving, "layout": layout}
-    labels = [f"{float(to_ms(t)):,.0f} ms" for t in frame_t]
+    digits = 0 if unit == "ms" else 1
+    labels = [f"{float(to_ms(t)):,.{digits}f} {unit}" for t in frame_t]
     fig = animate(figure, frames, labels, prefix="time since arrival: ")
     facts = {"merged": merged, "thinned": thinned, "shown": len(shown), "frames": FRAMES}
     return fig, facts
@@ -800,6 +820,7 @@ def _compress(x_end: np.ndarray, y: np.ndarray, tol: float) -> tuple[np.ndarray,
 def use_figure(p: Params, sim: dict) -> dict:
     """Per-step compute use and bandwidth use (share of the GPU's peaks) over the window."""
     w0, w1 = sim["window"]
+    unit, scale = time_unit(w1 - w0)
     lane_color = {"whole": color("highlight"), "chunked": color("decode")}
     lane_name = {"whole": "whole prompt at once", "chunked": "chunked prefill"}
     data = []
@@ -809,8 +830,8 @@ def use_figure(p: Params, sim: dict) -> dict:
         sec = (st["end"][idx] - st["start"][idx]).clip(min=1e-12)
         comp = 100 * st["step_flops"][idx] / sec / st["peak_flops"]
         bw = 100 * st["step_bytes"][idx] / sec / st["peak_bw"]
-        x0 = st["start"][idx[:1]] * 1e3
-        x_end = st["end"][idx] * 1e3
+        x0 = st["start"][idx[:1]] * scale
+        x_end = st["end"][idx] * scale
         for axis, values, label in (("", comp, "compute"), ("2", bw, "bandwidth")):
             xe, ye = _compress(x_end, values, 0.25)
             xs = np.r_[x0, xe]
@@ -823,7 +844,7 @@ def use_figure(p: Params, sim: dict) -> dict:
                     "name": lane_name[name],
                     "legendgroup": name,
                     "showlegend": axis == "",
-                    "x": xs.round(3).tolist(),
+                    "x": xs.round(6).tolist(),
                     "y": ys.round(2).tolist(),
                     "xaxis": "x" + axis,
                     "yaxis": "y" + axis,
@@ -834,7 +855,7 @@ def use_figure(p: Params, sim: dict) -> dict:
                     + "</extra>",
                 }
             )
-    x_range = [w0 * 1e3, w1 * 1e3]
+    x_range = [w0 * scale, w1 * scale]
     top = max(100.0, 1.05 * max(max(t["y"]) for t in data))
     layout = {
         "title": {"text": "How much of the GPU each step uses"},
@@ -844,14 +865,14 @@ def use_figure(p: Params, sim: dict) -> dict:
             "anchor": "y",
             "range": x_range,
             "matches": "x2",
-            "title": {"text": "time since arrival (ms)", "standoff": 2},
+            "title": {"text": f"time since arrival ({unit})", "standoff": 2},
         },
         "yaxis": {"domain": [0.6, 1], "range": [0, top], "title": {"text": "compute (% of peak)"}},
         "xaxis2": {
             "domain": [0, 1],
             "anchor": "y2",
             "range": x_range,
-            "title": {"text": "time since the long prompt arrived (ms)"},
+            "title": {"text": f"time since the long prompt arrived ({unit})"},
         },
         "yaxis2": {
             "domain": [0, 0.4],

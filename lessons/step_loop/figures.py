@@ -338,6 +338,10 @@ def _frame_title(r: Replay, k: int) -> str:
         events.append("admitted: " + ", ".join(NAMES[q] for q in [*d.new, *d.resumed]))
     if d.preempted.size:
         events.append("preempted: " + ", ".join(NAMES[q] for q in d.preempted.tolist()))
+    entered = set(d.new.tolist()) | set(d.resumed.tolist())
+    going_on = [NAMES[q] for q, _, kd in r.fill.items[k] if kd != DECODE and q not in entered]
+    if going_on:
+        events.append("prompt continues: " + ", ".join(going_on))
     if d.finished.size:
         events.append("finished: " + ", ".join(NAMES[q] for q in d.finished.tolist()))
     line = " · ".join(events) or "decode tokens only"
@@ -446,6 +450,11 @@ def animation_figure(r: Replay) -> dict:
                 "traces": list(range(0, 1 + len(traces))),
             }
         )
+    if shown.shape[0] < r.run.num_steps:
+        layout["title"]["text"] += (
+            f"<br><sup>animation: {shown.shape[0]} of {r.run.num_steps} steps, evenly sampled; "
+            "the stepper below shows every step</sup>"
+        )
     figure = {"data": [_targets(), *_full(frames[0]["data"][1:])], "layout": layout}
     labels = [str(k + 1) for k in shown.tolist()]
     return animate(figure, frames, labels, prefix="step ")
@@ -484,6 +493,7 @@ def numbers(r: Replay) -> dict:
         "long_prompt": REQUESTS[long_q][0],
         "long_chunks": int(chunk_steps.shape[0]),
         "requests": len(NAMES),
+        "last_arrival": max(a for _, _, a in REQUESTS),
     }
 
 

@@ -17,7 +17,8 @@ than half (KNEE_GAIN = 1.5). Prompt prefill is left out: these are decode steps 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -35,9 +36,9 @@ CONCURRENCY = np.arange(1, MAX_SEQS + 1, dtype=np.int64)
 ANIM_N = np.unique(np.geomspace(1, MAX_SEQS, 31).round().astype(np.int64))
 POW2_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 PARTS = (
-    ("linear_ms", "linear layers (weights)", "compute"),
-    ("attention_ms", "attention (KV cache)", "kv"),
-    ("other_ms", "LM head, exchange, overhead", "neutral"),
+    ("linear_ms", "linear layers", "compute"),
+    ("attention_ms", "attention", "kv"),
+    ("other_ms", "the rest", "neutral"),
 )
 
 
@@ -52,9 +53,37 @@ class Params:
     max_num_seqs: int = 1_024
     budget: int = 8_192
 
+    @property
+    def scene(self) -> Params:
+        """What the step times and the KV pool depend on (not the target, not max_num_seqs)."""
+        return replace(self, itl_target_ms=Params.itl_target_ms, max_num_seqs=Params.max_num_seqs)
+
+    @property
+    def view(self) -> Params:
+        """What the reads chart and the animation depend on: GPU, model and context only."""
+        return replace(self.scene, budget=Params.budget)
+
 
 def compute(p: Params) -> dict:
-    """Steady decode steps for N = 1..1,024 priced in one call, and the derived curves."""
+    """Steady decode steps for N = 1..1,024 priced in one call, and the derived curves.
+
+    The curves are cached on the scene; the ITL pick is recomputed for the target. Callers must
+    treat the arrays as read-only.
+    """
+    c = _compute_scene(p.scene)
+    step, n, kv_cap = c["step_ms"], c["n"], c["kv_cap"]
+    # The ITL target's pick: the largest concurrency that meets it and that the KV cache holds.
+    meets = np.flatnonzero(step <= p.itl_target_ms)
+    held = np.flatnonzero((step <= p.itl_target_ms) & (n <= kv_cap))
+    return {
+        **c,
+        "fast_enough": int(n[meets[-1]]) if meets.size else None,
+        "pick": int(n[held[-1]]) if held.size else None,
+    }
+
+
+@lru_cache(maxsize=64)
+def _compute_scene(p: Params) -> dict:
     dep = Deployment(gpu=p.gpu, model=p.model)
     n = CONCURRENCY
     costs = step_costs(
@@ -77,11 +106,6 @@ def compute(p: Params) -> dict:
     pool = kv_pool(p.gpu, p.model, max_num_batched_tokens=p.budget)
     blocks_per_seq = -(-p.context // BLOCK)
     kv_cap = int((pool.num_gpu_blocks - 1) // blocks_per_seq) if pool.fits else 0
-    # The ITL target's pick: the largest concurrency that meets it and that the KV cache holds.
-    meets = np.flatnonzero(step <= p.itl_target_ms)
-    fast_enough = int(n[meets[-1]]) if meets.size else None
-    held = np.flatnonzero((step <= p.itl_target_ms) & (n <= kv_cap))
-    pick = int(n[held[-1]]) if held.size else None
     parts = {
         "linear_ms": np.asarray(costs.linear_ms),
         "attention_ms": np.asarray(costs.attention_ms),
@@ -95,8 +119,6 @@ def compute(p: Params) -> dict:
         "per_user": per_user,
         "gain": gain,
         "knee": knee,
-        "pick": pick,
-        "fast_enough": fast_enough,
         "weight_gb": weight_gb,
         "weight_read_ms": weight_read_ms(dep),
         "kv_per_seq_gb": kv_per_seq_gb,
@@ -176,6 +198,8 @@ def numbers(p: Params, c: dict) -> dict:
         "cap_per_user": mine["per_user"],
         "weight_gb": c["weight_gb"],
         "weight_read_ms": c["weight_read_ms"],
+        "max_seqs": MAX_SEQS,
+        "weight_share": min(c["weight_read_ms"] / one["step_ms"], 1.0),
         "kv_per_seq_gb": c["kv_per_seq_gb"],
         "kv_per_seq_mb": c["kv_per_seq_gb"] * 1e3,
         "crossover": c["crossover"],
@@ -199,7 +223,7 @@ def _vline(x: float, lo: float, hi: float, axis: str, role: str, dash: str, labe
         "y": [lo, hi],
         "yaxis": axis,
         "text": ["", label] if label else None,
-        "textposition": "bottom right",
+        "textposition": "bottom left" if x > 128 else "bottom right",
         "textfont": {"color": color(role)},
         "line": {"color": color(role), "width": 2, "dash": dash},
         "hoverinfo": "skip",
@@ -406,7 +430,7 @@ def anim_figure(p: Params, c: dict) -> dict:
     idx = ANIM_N - 1
     n = c["n"].astype(np.float64)
     step = c["step_ms"]
-    x_max = float(step[idx].max()) * 1.08
+    part_max = max(float(c["parts"][name][idx].max()) for name, _, _ in PARTS) * 1.08
     t_lo, t_hi = _log_range(c["total"])
     u_lo, u_hi = _log_range(c["per_user"])
 
@@ -417,14 +441,14 @@ def anim_figure(p: Params, c: dict) -> dict:
             {"x": [k], "y": [float(c["total"][j])]},
             {"x": [k], "y": [float(c["per_user"][j])]},
         ]
-        traces.append({"x": [float(c["parts"][name][j]) for name, _, _ in PARTS], "y": bar_y})
+        traces.append({"x": bar_x, "y": [float(c["parts"][name][j]) for name, _, _ in PARTS]})
         title = (
-            f"{k:,} sequences: a step takes {step[j]:.1f} ms; "
+            f"{k:,} sequence{'s' if k > 1 else ''}: a step takes {step[j]:.1f} ms; "
             f"{c['total'][j]:,.0f} tokens/s in all, {c['per_user'][j]:.1f} for each user"
         )
         return traces, title
 
-    bar_y = [label for _, label, _ in PARTS]
+    bar_x = [label for _, label, _ in PARTS]
     first, title0 = frame(0)
     static = [
         {
@@ -479,15 +503,14 @@ def anim_figure(p: Params, c: dict) -> dict:
     moving.append(
         {
             "type": "bar",
-            "orientation": "h",
             "name": "step time by part",
-            "x": first[2]["x"],
-            "y": bar_y,
+            "x": bar_x,
+            "y": first[2]["y"],
             "xaxis": "x2",
             "yaxis": "y2",
             "marker": {"color": [color(role) for _, _, role in PARTS]},
             "showlegend": False,
-            "hovertemplate": "%{x:.1f} ms<extra>%{y}</extra>",
+            "hovertemplate": "%{y:.1f} ms<extra>%{x}</extra>",
         }
     )
     frames, labels = [], []
@@ -507,7 +530,7 @@ def anim_figure(p: Params, c: dict) -> dict:
             "title": {"text": title0},
             "xaxis": {
                 "type": "log",
-                "domain": [0.0, 0.5],
+                "domain": [0.0, 0.54],
                 "tickvals": POW2_TICKS,
                 "range": [-0.05, float(np.log10(MAX_SEQS)) + 0.05],
                 "title": {"text": "sequences decoding together (log)"},
@@ -530,17 +553,17 @@ def anim_figure(p: Params, c: dict) -> dict:
                 "anchor": "x",
             },
             "xaxis2": {
-                "domain": [0.64, 1.0],
-                "range": [0, x_max],
+                "domain": [0.74, 1.0],
                 "anchor": "y2",
-                "title": {"text": "step time by part (ms)"},
+                "title": {"text": "part of the step"},
             },
             "yaxis2": {
                 "anchor": "x2",
-                "autorange": "reversed",
-                "title": {"text": "part of the step"},
+                "side": "right",
+                "range": [0, part_max],
+                "title": {"text": "time in the step (ms)"},
             },
-            "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.64},
+            "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.0},
             "height": 440,
             "margin": {"t": 110},
         },
@@ -551,7 +574,7 @@ def anim_figure(p: Params, c: dict) -> dict:
 
 
 def build(p: Params) -> dict:
-    """Every figure and number of the lesson, from one cost-model evaluation."""
+    """The numbers and the throughput chart (they follow every control); see build_static."""
     c = compute(p)
     nums = numbers(p, c)
     knee_txt = (
@@ -567,8 +590,6 @@ def build(p: Params) -> dict:
     return {
         "numbers": nums,
         "curve": curve_figure(p, c, nums),
-        "reads": reads_figure(p, c, nums),
-        "anim": anim_figure(p, c),
         "config_error": config_error(p),
         "alt": {
             "curve": (
@@ -578,6 +599,19 @@ def build(p: Params) -> dict:
                 f"tokens per second for each user fall from {nums['one_total']:,.0f} to "
                 f"{nums['top_per_user']:,.1f}. With a {p.itl_target_ms} ms target, {pick_txt}."
             ),
+        },
+    }
+
+
+def build_static(p: Params) -> dict:
+    """The reads chart and the animation: they depend on GPU, model and context only (p.view)."""
+    v = p.view
+    c = compute(v)
+    nums = numbers(v, c)
+    return {
+        "reads": reads_figure(v, c, nums),
+        "anim": anim_figure(v, c),
+        "alt": {
             "reads": (
                 f"Log-log line chart of the bytes a decode step reads: the weights, flat at "
                 f"{nums['weight_gb']:.1f} GB, and the KV cache of all sequences, rising in "

@@ -1,7 +1,7 @@
 """Exercises of the lesson "One token budget", each answer computed by a scheduler replay.
 
 Both use the lesson's own scenario (`figures.simulate`): `decodes` requests are decoding when a
-long prompt arrives. `first_chunk` asks how many prompt tokens go into its first step;
+long prompt arrives. `first_chunk` asks how many prompt tokens are scheduled in its first step;
 `prompt_steps` asks in how many steps its prompt is read. Seed 0 is the seed text's Fig. 8.2
 (budget 2,048, 8 decodes, 4,096 tokens: 2,040 and 3 steps); other seeds draw new numbers.
 """
@@ -45,7 +45,7 @@ def first_chunk(seed: int) -> Drawn:
     _, tokens = long_chunks(simulate(p))
     answer = int(tokens[0])
     return Drawn(
-        prompt=_intro(p) + " How many of its prompt tokens go into its first step?",
+        prompt=_intro(p) + " How many of its prompt tokens are scheduled in its first step?",
         answer=float(answer),
         unit="tokens",
         solution=(

@@ -359,7 +359,7 @@ def defaults_figure(selected: str) -> dict:
         },
         {
             "type": "scatter",
-            "mode": "lines+markers",
+            "mode": "lines",
             "name": "memory CUDA reports (GiB, right axis)",
             "x": [r["key"] for r in rows],
             "y": [r["memory_gib"] for r in rows],
@@ -388,11 +388,16 @@ def defaults_figure(selected: str) -> dict:
     return {"data": data, "layout": layout}
 
 
-def spec_part(p: Params, k: int) -> dict:
-    """The speculative-decoding arithmetic for the lesson's setting and k draft tokens."""
-    a = spec_arithmetic(p.budget, p.running, p.prompt)
+def spec_part(p: Params, k: int, needed: int | None = None) -> dict:
+    """The speculative-decoding arithmetic for the lesson's setting and k draft tokens.
+
+    `needed`: the prompt tokens the replay still had to compute (after prefix-cache hits);
+    the whole prompt if not given.
+    """
+    needed = p.prompt if needed is None else int(needed)
+    a = spec_arithmetic(p.budget, p.running, needed)
     return {
-        "figure": spec_figure(p.budget, p.running, p.prompt, k),
+        "figure": spec_figure(p.budget, p.running, needed, k),
         "numbers": {
             "k": k,
             "spec_decode": int(a["decode"][k]),

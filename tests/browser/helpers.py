@@ -11,10 +11,16 @@ READY = (
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
 
 
-def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000) -> None:
-    """Load a URL and wait until the script has run and `charts` Plotly charts are drawn."""
+def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000) -> int:
+    """Load a URL, wait until the script has run and its Plotly charts are drawn.
+
+    `charts` > 0 requires exactly that many charts; 0 waits for however many the page has.
+    Returns the number of charts.
+    """
     page.goto(url)
     page.wait_for_function(READY, timeout=timeout_ms)
+    if not charts:
+        charts = page.locator("[data-testid=stPlotlyChart]").count()
     if charts:
         expect(page.locator(CHART)).to_have_count(charts, timeout=timeout_ms)
         page.wait_for_function(
@@ -23,6 +29,7 @@ def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000
             arg=charts,
             timeout=timeout_ms,
         )
+    return charts
 
 
 def chart_state(page: Page, index: int = 0) -> dict:

@@ -1,19 +1,21 @@
-"""What only a browser shows: every page renders its charts, animations play and pause, a slider
-press redraws the chart. One screenshot per page goes to test-output/screenshots/."""
+"""What only a browser shows: every page renders its charts, every animation plays and pauses,
+a slider press redraws the chart, a quiz answer updates the sidebar. One screenshot per page
+goes to test-output/screenshots/ for a person to look at."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from lessons.course import lessons
 from tests.browser.helpers import CHART, chart_state, full_screenshot, open_page
 
 pytestmark = pytest.mark.browser
 
-# (url path, screenshot name, number of Plotly charts the page draws)
+# (url path, screenshot name, Plotly charts the page must draw; None: at least one)
 PAGES = [
     ("/", "start", 0),
-    ("/step-cost", "lesson_step_cost", 3),
+    *[(f"/{lesson.url}", f"lesson_{lesson.id}", None) for lesson in lessons()],
     ("/practice", "practice", 0),
     ("/playground", "playground", 1),
     ("/progress", "progress", 0),
@@ -21,46 +23,54 @@ PAGES = [
 
 
 @pytest.mark.parametrize(("path", "name", "charts"), PAGES, ids=[p[1] for p in PAGES])
-def test_page_renders(page: Page, app_url: str, shots, path: str, name: str, charts: int):
-    open_page(page, app_url + path, charts=charts)
+def test_page_renders(page: Page, app_url: str, shots, path: str, name: str, charts):
+    drawn = open_page(page, app_url + path, charts=charts or 0)
+    if charts is None:
+        assert drawn >= 1, f"{path} draws no chart"
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
     expect(page.get_by_text("Page not found")).to_have_count(0)
     expect(page.locator("[data-testid=stSidebar]")).to_contain_text("XP")
-    for i in range(charts):
-        title = page.locator(CHART).nth(i).locator(".gtitle")
-        expect(title).not_to_be_empty()
+    for i in range(drawn):
+        expect(page.locator(CHART).nth(i).locator(".gtitle")).not_to_be_empty()
     full_screenshot(page, str(shots / f"{name}.png"))
 
 
-def _animated_chart_index(page: Page) -> int:
+def _animated(page: Page) -> list[int]:
     return page.evaluate(
         "() => [...document.querySelectorAll('"
         + CHART
-        + "')].findIndex(g => (g._transitionData?._frames || []).length > 1)"
+        + "')].map((g, i) => (g._transitionData?._frames || []).length > 1 ? i : -1)"
+        ".filter(i => i >= 0)"
     )
 
 
-def test_lesson_animation_plays_and_pauses(page: Page, app_url: str, shots):
-    open_page(page, app_url + "/step-cost", charts=3)
-    index = _animated_chart_index(page)
-    assert index >= 0, "no chart with frames on the lesson page"
-    before = chart_state(page, index)
-    assert before["frames"] > 10
-    chart = page.locator(CHART).nth(index)
-    chart.locator(".updatemenu-button", has_text="Play").first.click()
-    page.wait_for_function(
-        "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0) >= 3",
-        arg=index,
-        timeout=15_000,
-    )
-    chart.locator(".updatemenu-button", has_text="Pause").first.click()
-    page.wait_for_timeout(300)
-    paused = chart_state(page, index)
-    page.wait_for_timeout(700)
-    still = chart_state(page, index)
-    assert paused["current"] == still["current"], "Pause did not stop the animation"
-    assert still["y"] != before["y"], "frames advanced but the drawn data did not change"
-    chart.screenshot(path=str(shots / "lesson_step_cost_animation.png"))
+@pytest.mark.parametrize("lesson", lessons(), ids=[lesson.id for lesson in lessons()])
+def test_every_animation_plays_and_pauses(page: Page, app_url: str, shots, lesson):
+    open_page(page, f"{app_url}/{lesson.url}")
+    animated = _animated(page)
+    assert animated, f"{lesson.id} has no animation"
+    for index in animated:
+        chart = page.locator(CHART).nth(index)
+        chart.scroll_into_view_if_needed()
+        before = chart_state(page, index)
+        chart.locator(".updatemenu-button", has_text="Play").first.click()
+        page.wait_for_function(
+            "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0) >= 2",
+            arg=index,
+            timeout=20_000,
+        )
+        chart.locator(".updatemenu-button", has_text="Pause").first.click()
+        page.wait_for_timeout(400)
+        paused = chart_state(page, index)
+        page.wait_for_timeout(800)
+        still = chart_state(page, index)
+        assert paused["current"] == still["current"], (
+            f"{lesson.id}: Pause did not stop chart {index}"
+        )
+        assert (still["y"], still["x"]) != (before["y"], before["x"]), (
+            f"{lesson.id}: chart {index} advanced frames but drew the same data"
+        )
+        chart.screenshot(path=str(shots / f"lesson_{lesson.id}_animation_{index}.png"))
 
 
 def test_slider_press_updates_chart(page: Page, app_url: str):
@@ -77,8 +87,6 @@ def test_slider_press_updates_chart(page: Page, app_url: str):
 
 
 def test_quiz_answer_updates_sidebar_xp(page: Page, app_url: str, shots):
-    from lessons.course import lessons
-
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
     open_page(page, app_url + "/practice")

@@ -1,0 +1,171 @@
+"""Quiet runs with prefix caching: decode-only runs of steps computed at once, block pool aware.
+
+With prefix caching on, the block pool's order matters (sim/kv.py), so the long windows of
+sim/window.py are not used; instead a quiet run covers the steps where only decodes run, nobody
+can be admitted (empty queue, max_num_seqs, or a head that does not fit and will not fit while
+blocks only get fewer), no request arrives, and the free blocks cover every decode's new block.
+It ends at the first finish (included), the next arrival or the first step that could run short;
+its records come from cumulative sums over its steps, its pool updates go request by request.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.kv import cdiv
+from sim.run import StepDetail
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class QuietRunMixin:
+    """Adds `_quiet_length()` and `_quiet_run(m)` to the Engine (scheduler.py)."""
+
+    def _quiet_length(self) -> int:
+        """How many steps from now are quiet (0 if this step is not). See module docstring."""
+        R = self.running
+        nR = R.shape[0]
+        W = self.waiting
+        nxt = self._next_arrival()
+        if nR == 0:
+            if W.shape[0] or self.timed or nxt is None:
+                return 0
+            return int(nxt) - (self.step + 1)  # idle steps until the next arrival
+        if nR > self.budget_max:
+            return 0
+        comp = self.computed[R]
+        if not np.all(self.num_tokens[R] - comp == 1):
+            return 0
+        bs = self.bs
+        hist = np.bincount((-comp) % bs, minlength=bs)
+        admissible = W.shape[0] and nR < self.max_seqs and self.budget_max - nR > 0
+        if admissible and not self._head_blocked(W, nR, self.free - int(hist[0])):
+            return 0
+        remain = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
+        m = int(remain.min())
+        m = min(m, self.max_steps - self.step)
+        if not self.timed and nxt is not None:
+            m = min(m, int(nxt) - (self.step + 1))
+        if m < 2:
+            return m if m == 1 else 0
+        per = np.resize(hist, m)  # blocks newly needed at each step of the run
+        cum = np.cumsum(per)
+        if cum[-1] > self.free:
+            m = int(np.argmax(cum > self.free))
+        return m
+
+    def _head_blocked(self, W, nR, free) -> bool:
+        """True if the waiting queue's head cannot be admitted with `free` blocks left (with
+        fewer free blocks later in a quiet run it stays blocked)."""
+        r = int(W[0])
+        nt = int(self.num_tokens[r])
+        left = self.budget_max - nR
+        hit_blocks = 0
+        evictable = 0
+        if self.pool is not None:
+            hits, evictable = self.pool.lookup(r, nt)
+            hit_blocks = len(hits)
+        nn = nt - hit_blocks * self.bs
+        if self.thr > 0:
+            nn = min(nn, self.thr)
+        if not self.chunked and nn > left:
+            return True
+        c = min(nn, left)
+        alloc = cdiv(hit_blocks * self.bs + c, self.bs) - hit_blocks + evictable
+        check = cdiv(nt, self.bs) - hit_blocks + evictable if self.reserve_full else alloc
+        return max(check, alloc) + self.wm_blocks > free
+
+    def _quiet_run(self, m: int) -> int:
+        """Apply m quiet steps at once (every running request decodes one token per step).
+        Returns the number of steps applied (a timed run may stop early at an arrival)."""
+        R = self.running
+        nR = R.shape[0]
+        k0 = self.step + 1
+        comp0 = self.computed[R]
+        if nR:
+            per = np.resize(np.bincount((-comp0) % self.bs, minlength=self.bs), m)
+        else:
+            per = np.zeros(m, dtype=np.int64)
+        t = np.arange(m, dtype=np.int64)
+        kv_read = int(comp0.sum()) + t * nR
+        attn = kv_read + nR
+        tokens = np.full(m, nR, dtype=np.int64)
+        if self.timed:
+            ms = np.asarray(self.timer(tokens, tokens, kv_read, attn), dtype=np.float64)
+            ends = self.now_s + np.cumsum(ms) / 1e3
+            starts = np.concatenate(([self.now_s], ends[:-1]))
+            nxt = self._next_arrival()
+            if nxt is not None:
+                m = int(np.searchsorted(starts, nxt, side="left"))  # steps starting before it
+                per, t, kv_read, attn, tokens = per[:m], t[:m], kv_read[:m], attn[:m], tokens[:m]
+                ms, starts, ends = ms[:m], starts[:m], ends[:m]
+            self.now_s = float(ends[-1])
+        else:
+            ms = np.full(m, np.nan)
+            starts = np.full(m, np.nan)
+        cum = np.cumsum(per)
+        used0 = self.usable - self.free
+        # state after m decodes
+        if nR:
+            self.computed[R] = comp0 + m
+            self.num_output[R] += m
+            self.num_tokens[R] += m
+            self.blocks[R] = cdiv(comp0 + m, self.bs)
+            if self.pool is not None:
+                for r, c0 in zip(R.tolist(), comp0.tolist(), strict=True):
+                    nb = int(cdiv(c0 + m, self.bs) - cdiv(c0, self.bs))
+                    if nb:
+                        self.pool.allocate(r, nb)
+                    self.pool.cache(r, (c0 + m) // self.bs)
+            self.free -= int(cum[-1])
+            ft = self.first_token[R]
+            self.first_token[R] = np.where(ft == 0, k0, ft)
+            self.tok_req.append(np.tile(R, m))
+            self.tok_step.append(np.repeat(k0 + t, nR))
+        kv_used = used0 + cum
+        stop = (self.num_output[R] >= self.max_out[R]) | (self.num_tokens[R] >= self.mml)
+        fin = R[stop]
+        k_last = k0 + m - 1
+        num_fin = np.zeros(m, dtype=np.int64)
+        if fin.shape[0]:
+            self._finish(fin, k_last)
+            kv_used[-1] = self.usable - self.free
+            num_fin[-1] = fin.shape[0]
+        block = np.stack(
+            (
+                tokens,
+                tokens,
+                kv_read,
+                attn,
+                np.full(m, nR),
+                np.full(m, self.waiting.shape[0]),
+                kv_used,
+                np.zeros(m, dtype=np.int64),
+                num_fin,
+            ),
+            axis=1,
+        )
+        self.log.add_block(block, starts, ms)
+        if self.detail is not None:
+            for i in range(m):
+                self.detail.append(
+                    StepDetail(
+                        step=k0 + i,
+                        arrived=self.arrived_now if i == 0 else _EMPTY,
+                        scheduled_req=R,
+                        scheduled_tokens=np.ones(nR, dtype=np.int64),
+                        new=_EMPTY,
+                        resumed=_EMPTY,
+                        preempted=_EMPTY,
+                        sampled=R,
+                        finished=fin if i == m - 1 else _EMPTY,
+                        running=R,
+                        waiting=self.waiting,
+                        kv_blocks_used_after_schedule=int(used0 + cum[i]),
+                        kv_blocks_used=int(kv_used[i]),
+                    )
+                )
+        self.step = k_last
+        if fin.shape[0]:
+            self.running = R[self.status[R] == 2]  # still RUNNING
+        return m
