@@ -14,21 +14,20 @@ CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
 def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000) -> int:
     """Load a URL, wait until the script has run and its Plotly charts are drawn.
 
-    `charts` > 0 requires exactly that many charts; 0 waits for however many the page has.
-    Returns the number of charts.
+    `charts` > 0 requires exactly that many charts; 0 accepts none; None waits for at least one
+    and then for however many the page settles on. Returns the number of charts drawn.
     """
     page.goto(url)
     page.wait_for_function(READY, timeout=timeout_ms)
-    if not charts:
-        charts = page.locator("[data-testid=stPlotlyChart]").count()
+    drawn = "[...document.querySelectorAll('" + CHART + "')].filter(g => g._fullLayout).length"
+    if charts is None:
+        # Charts mount lazily (a 4.7 MB Plotly chunk) after the script has finished.
+        page.wait_for_function("() => " + drawn + " >= 1", timeout=timeout_ms)
+        page.wait_for_timeout(1500)
+        charts = page.locator(CHART).count()
     if charts:
         expect(page.locator(CHART)).to_have_count(charts, timeout=timeout_ms)
-        page.wait_for_function(
-            "n => [...document.querySelectorAll('" + CHART + "')]"
-            ".filter(g => g._fullLayout).length >= n",
-            arg=charts,
-            timeout=timeout_ms,
-        )
+        page.wait_for_function("n => " + drawn + " >= n", arg=charts, timeout=timeout_ms)
     return charts
 
 
