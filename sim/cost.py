@@ -78,8 +78,15 @@ def smooth_max(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
     hi = np.maximum(a, b)
     lo = np.minimum(a, b)
     r = np.divide(lo, hi, out=np.zeros_like(hi), where=hi > 0)
-    g = (1.0 + _R_GRID**p) ** (1.0 / p)
-    return hi * np.interp(r, _R_GRID, g)
+    return hi * np.interp(r, _R_GRID, _smooth_table(float(p)))
+
+
+@cache
+def _smooth_table(p: float) -> np.ndarray:
+    """g(r) = (1 + r**p)**(1/p) on _R_GRID, computed once per exponent."""
+    table = (1.0 + _R_GRID**p) ** (1.0 / p)
+    table.setflags(write=False)
+    return table
 
 
 def gemm_ms(m, n: int, k: int, *, bw_bps: float, flops: float, f: GemmFactors, w_bytes: int = 2):
@@ -264,7 +271,7 @@ def step_costs(
     layers = model.num_layers
     # The linear layers depend only on the step's token count: evaluate each distinct count
     # once (steps repeat counts a lot), then gather.
-    lin, mem, comp = _by_count(q, lambda u: _linear_per_layer(dep, f, u, bw, flops))
+    lin, mem, comp = _by_count(q, dep, "linear", lambda u: _linear_per_layer(dep, f, u, bw, flops))
     linear_ms = layers * lin
     mem_total = layers * mem
     comp_total = layers * comp
@@ -284,7 +291,10 @@ def step_costs(
     v_n = -(-model.vocab_size // dep.tp)
     wb = dep.weight_bytes_per_elem
     lm, lm_mem, lm_comp = _by_count(
-        s, lambda u: gemm_ms(u, v_n, model.hidden_size, bw_bps=bw, flops=flops, f=f, w_bytes=wb)
+        s,
+        dep,
+        "lm_head",
+        lambda u: gemm_ms(u, v_n, model.hidden_size, bw_bps=bw, flops=flops, f=f, w_bytes=wb),
     )
     mem_total += lm_mem
     comp_total += lm_comp
@@ -306,19 +316,31 @@ def step_costs(
 
 
 TABLE_MAX = 1 << 20  # integer counts up to this are evaluated once each via a lookup table
+_TABLES: dict[tuple, tuple[np.ndarray, ...]] = {}
+_TABLES_MAX_ENTRIES = 64
 
 
-def _by_count(x: np.ndarray, fn):
-    """fn(x) for an array of counts; integral counts go through a table of fn(0..max) (fast)."""
+def _by_count(x: np.ndarray, dep: Deployment, part: str, fn):
+    """fn(x) for an array of counts. Integral counts go through a table of fn(0..size) kept per
+    deployment and part, so repeated calls (a timed run prices thousands of small windows, a
+    lesson re-prices on every slider move) cost a gather instead of five GEMM formulas."""
     if x.size == 0:
         return fn(x)
     top = float(x.max())
-    if top <= TABLE_MAX and x.size > 4 * top and (x == np.floor(x)).all():
-        idx = x.astype(np.intp)
-        return tuple(
-            np.asarray(part)[idx] for part in fn(np.arange(int(top) + 1, dtype=np.float64))
-        )
-    return fn(x)
+    if top > TABLE_MAX or not (x == np.floor(x)).all():
+        return fn(x)
+    size = max(1024, 1 << int(top + 1).bit_length())
+    key = (dep, part, size)
+    tables = _TABLES.get(key)
+    if tables is None:
+        if len(_TABLES) >= _TABLES_MAX_ENTRIES:
+            _TABLES.clear()
+        tables = tuple(np.asarray(t) for t in fn(np.arange(size, dtype=np.float64)))
+        for t in tables:
+            t.setflags(write=False)
+        _TABLES[key] = tables
+    idx = x.astype(np.intp)
+    return tuple(t[idx] for t in tables)
 
 
 def _linear_per_layer(dep: Deployment, f: GemmFactors, q: np.ndarray, bw: float, flops: float):
