@@ -239,14 +239,11 @@ def animation_figure(p: Params, c: dict) -> dict:
     x_max = float(anim["step_ms"].max()) * 1.05
 
     def frame_data(i: int) -> list[dict]:
-        bound = "memory-bound" if bool(anim["memory_bound"][i]) else "compute-bound"
         marker = {
             "type": "scatter",
-            "mode": "markers+text",
+            "mode": "markers",
             "x": [int(xs[i])],
             "y": [float(anim["step_ms"][i])],
-            "text": [f"{int(xs[i]):,} tokens: {anim['step_ms'][i]:.1f} ms ({bound})"],
-            "textposition": "top left",
             "marker": {"size": 14, "color": color("highlight")},
             "showlegend": False,
             "xaxis": "x",
@@ -280,14 +277,20 @@ def animation_figure(p: Params, c: dict) -> dict:
             "showlegend": False,
         }
     ]
+
+    def title(i: int) -> dict:
+        bound = "memory-bound" if bool(anim["memory_bound"][i]) else "compute-bound"
+        text = f"A step of {int(xs[i]):,} tokens: {anim['step_ms'][i]:.1f} ms, {bound}"
+        return {"title": {"text": text}}
+
     frames = [
-        {"data": frame_data(i), "traces": list(range(1, 1 + 1 + len(PARTS)))}
+        {"data": frame_data(i), "traces": list(range(1, 1 + 1 + len(PARTS))), "layout": title(i)}
         for i in range(len(xs))
     ]
     figure = {
         "data": static + frames[0]["data"],
         "layout": {
-            "title": {"text": "Growing the step, one frame per size"},
+            **title(0),
             "xaxis": {
                 "type": "log",
                 "dtick": 1,
