@@ -267,40 +267,9 @@ def step_costs(
     if assumptions == "seed":
         return _seed_costs(dep, q, kv, kv_tok, bw, flops, active)
 
-    f = factors_for(gpu)
-    layers = model.num_layers
-    # The linear layers depend only on the step's token count: evaluate each distinct count
-    # once (steps repeat counts a lot), then gather.
-    lin, mem, comp = _by_count(q, dep, "linear", lambda u: _linear_per_layer(dep, f, u, bw, flops))
-    linear_ms = layers * lin
-    mem_total = layers * mem
-    comp_total = layers * comp
-
-    # Attention, per layer: read the cached KV and write the new tokens' KV; QK^T and PV FLOPs.
-    q_heads = model.num_attention_heads // dep.tp
-    a_bytes = (kv + q) * (kv_tok / layers) + q * q_heads * model.head_dim * ACT_BYTES * 2
-    a_mem = a_bytes / (f.bw_efficiency * bw) * 1e3
-    a_comp = 4.0 * pairs * model.head_dim * q_heads / (f.flops_efficiency * gpu.bf16_tflops * 1e12)
-    a_comp = a_comp * 1e3
-    a_t = f.kernel_latency_us * 1e-3 + smooth_max(a_mem, a_comp, f.smooth_p)
-    attention_ms = np.where(active, layers * a_t, 0.0)
-    mem_total += layers * a_mem
-    comp_total += layers * a_comp
-
-    # LM head: one logits row per sequence, vocab split over TP.
-    v_n = -(-model.vocab_size // dep.tp)
-    wb = dep.weight_bytes_per_elem
-    lm, lm_mem, lm_comp = _by_count(
-        s,
-        dep,
-        "lm_head",
-        lambda u: gemm_ms(u, v_n, model.hidden_size, bw_bps=bw, flops=flops, f=f, w_bytes=wb),
+    linear_ms, attention_ms, lm, comm_ms, overhead_ms, mem_total, comp_total = _calibrated(
+        dep, q, s, kv, pairs, active, bounds=True
     )
-    mem_total += lm_mem
-    comp_total += lm_comp
-
-    comm_ms = _comm_ms(dep, q)
-    overhead_ms = np.where(active, OVERHEAD_MS, 0.0)
     step = linear_ms + attention_ms + lm + comm_ms + overhead_ms
     return StepCosts(
         step_ms=step,
@@ -315,20 +284,105 @@ def step_costs(
     )
 
 
+def step_ms(dep: Deployment, query_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
+    """`step_costs(...).step_ms` (calibrated), the same numbers, computing only what the total
+    needs: a timed run prices thousands of small windows (sim.timed). Integer arrays from the
+    engine take a short validity check; anything else goes through step_costs' checks."""
+    args = (query_tokens, num_seqs, kv_read_tokens, attn_pairs)
+    q = query_tokens
+    if not (
+        all(isinstance(a, np.ndarray) and a.dtype == np.int64 for a in args)
+        and all(a.shape == q.shape for a in args)
+        and q.ndim == 1
+        and q.size
+    ):
+        return step_costs(
+            dep,
+            query_tokens=query_tokens,
+            num_seqs=num_seqs,
+            kv_read_tokens=kv_read_tokens,
+            attn_pairs=attn_pairs,
+        ).step_ms
+    s, kv, pairs = num_seqs, kv_read_tokens, attn_pairs
+    if (
+        q.max() > MAX_STEP_TOKENS
+        or kv.max() > MAX_KV_READ_TOKENS
+        or min(q.min(), s.min(), kv.min(), pairs.min()) < 0
+        or ((s > q) | ((q > 0) & (s < 1))).any()
+    ):  # let step_costs raise its message
+        return step_costs(
+            dep, query_tokens=q, num_seqs=s, kv_read_tokens=kv, attn_pairs=pairs
+        ).step_ms
+    q, s, kv, pairs = (a.astype(np.float64) for a in (q, s, kv, pairs))
+    parts = _calibrated(dep, q, s, kv, pairs, q > 0, bounds=False)
+    return parts[0] + parts[1] + parts[2] + parts[3] + parts[4]
+
+
+def _calibrated(dep: Deployment, q, s, kv, pairs, active, *, bounds: bool) -> tuple:
+    """The calibrated model's parts: (linear_ms, attention_ms, lm_head_ms, comm_ms,
+    overhead_ms, memory_ms, compute_ms); the last two (the roofline's sides) only with
+    bounds, else None."""
+    gpu, model = dep.gpu_spec, dep.model_spec
+    bw = gpu.bw_tbps * 1e12
+    flops = peak_tflops(gpu, dep.dtype) * 1e12
+    kv_tok = kv_bytes_per_token(model, "bf16", dep.tp)
+    f = factors_for(gpu)
+    layers = model.num_layers
+    n_out = 3 if bounds else 1
+    # The linear layers depend only on the step's token count: evaluate each distinct count
+    # once (steps repeat counts a lot), then gather.
+    lin, *lin_b = _by_count(
+        q, dep, "linear", lambda u: _linear_per_layer(dep, f, u, bw, flops), n_out
+    )
+    linear_ms = layers * lin
+
+    # Attention, per layer: read the cached KV and write the new tokens' KV; QK^T and PV FLOPs.
+    q_heads = model.num_attention_heads // dep.tp
+    a_bytes = (kv + q) * (kv_tok / layers) + q * q_heads * model.head_dim * ACT_BYTES * 2
+    a_mem = a_bytes / (f.bw_efficiency * bw) * 1e3
+    a_comp = 4.0 * pairs * model.head_dim * q_heads / (f.flops_efficiency * gpu.bf16_tflops * 1e12)
+    a_comp = a_comp * 1e3
+    a_t = f.kernel_latency_us * 1e-3 + smooth_max(a_mem, a_comp, f.smooth_p)
+    attention_ms = np.where(active, layers * a_t, 0.0)
+
+    # LM head: one logits row per sequence, vocab split over TP.
+    v_n = -(-model.vocab_size // dep.tp)
+    wb = dep.weight_bytes_per_elem
+    lm, *lm_b = _by_count(
+        s,
+        dep,
+        "lm_head",
+        lambda u: gemm_ms(u, v_n, model.hidden_size, bw_bps=bw, flops=flops, f=f, w_bytes=wb),
+        n_out,
+    )
+    comm_ms = _comm_ms(dep, q)
+    overhead_ms = np.where(active, OVERHEAD_MS, 0.0)
+    mem_total = comp_total = None
+    if bounds:
+        mem_total = layers * lin_b[0]
+        comp_total = layers * lin_b[1]
+        mem_total += layers * a_mem
+        comp_total += layers * a_comp
+        mem_total += lm_b[0]
+        comp_total += lm_b[1]
+    return linear_ms, attention_ms, lm, comm_ms, overhead_ms, mem_total, comp_total
+
+
 TABLE_MAX = 1 << 20  # integer counts up to this are evaluated once each via a lookup table
 _TABLES: dict[tuple, tuple[np.ndarray, ...]] = {}
 _TABLES_MAX_ENTRIES = 64
 
 
-def _by_count(x: np.ndarray, dep: Deployment, part: str, fn):
-    """fn(x) for an array of counts. Integral counts go through a table of fn(0..size) kept per
-    deployment and part, so repeated calls (a timed run prices thousands of small windows, a
-    lesson re-prices on every slider move) cost a gather instead of five GEMM formulas."""
+def _by_count(x: np.ndarray, dep: Deployment, part: str, fn, n_out: int = 3):
+    """fn(x) for an array of counts (its first n_out results). Integral counts go through a
+    table of fn(0..size) kept per deployment and part, so repeated calls (a timed run prices
+    thousands of small windows, a lesson re-prices on every slider move) cost a gather instead
+    of five GEMM formulas."""
     if x.size == 0:
-        return fn(x)
+        return fn(x)[:n_out]
     top = float(x.max())
     if top > TABLE_MAX or not (x == np.floor(x)).all():
-        return fn(x)
+        return fn(x)[:n_out]
     size = max(1024, 1 << int(top + 1).bit_length())
     key = (dep, part, size)
     tables = _TABLES.get(key)
@@ -340,7 +394,7 @@ def _by_count(x: np.ndarray, dep: Deployment, part: str, fn):
             t.setflags(write=False)
         _TABLES[key] = tables
     idx = x.astype(np.intp)
-    return tuple(t[idx] for t in tables)
+    return tuple(t[idx] for t in tables[:n_out])
 
 
 def _linear_per_layer(dep: Deployment, f: GemmFactors, q: np.ndarray, bw: float, flops: float):

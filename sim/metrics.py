@@ -91,7 +91,19 @@ def _by_request(token_req: np.ndarray, token_time: np.ndarray) -> tuple[np.ndarr
     time = np.asarray(token_time, dtype=np.float64).reshape(-1)
     if req.shape != time.shape:
         raise SimInputError("token_req and token times must have the same length")
-    order = np.lexsort((time, req))
+    if req.size < 2:
+        return req, time
+    rises = time[1:] >= time[:-1]  # False on NaN: the general sort below
+    if rises.all():
+        step = req[1:] - req[:-1]
+        if (step >= 0).all():
+            return req, time  # already in (request, time) order
+        # time order already: a stable sort by request alone is the same permutation (a radix
+        # sort when the indices fit 16 bits)
+        small = req.min() >= 0 and req.max() < 1 << 16
+        order = np.argsort(req.astype(np.uint16) if small else req, kind="stable")
+    else:
+        order = np.lexsort((time, req))
     return req[order], time[order]
 
 
@@ -115,9 +127,17 @@ def request_latencies(
     All in the unit of `token_time` and `arrival`; NaN where a request has no token (TTFT,
     E2E) or fewer than two (TPOT, max ITL).
     """
+    req, time = _by_request(token_req, token_time)
+    return _latencies(req, time, arrival)[0]
+
+
+def _latencies(
+    req: np.ndarray, time: np.ndarray, arrival: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """`request_latencies` of tokens already in (request, time) order, and their
+    `inter_token_gaps` (request, gap)."""
     arrival = np.asarray(arrival, dtype=np.float64).reshape(-1)
     n = arrival.size
-    req, time = _by_request(token_req, token_time)
     if req.size and (req.min() < 0 or req.max() >= n):
         raise SimInputError(f"token_req must hold request indices in 0..{n - 1}")
     count = np.bincount(req, minlength=n)
@@ -128,14 +148,15 @@ def request_latencies(
         ends = np.r_[starts[1:], req.size] - 1
         first[req[starts]] = time[starts]
         last[req[ends]] = time[ends]
-    gap_req, gap = inter_token_gaps(req, time)
+    same = req[1:] == req[:-1]
+    gap_req, gap = req[1:][same], np.diff(time)[same]
     max_itl = np.full(n, np.nan)
     if gap.size:
         gap_starts = np.flatnonzero(np.r_[True, gap_req[1:] != gap_req[:-1]])
         max_itl[gap_req[gap_starts]] = np.maximum.reduceat(gap, gap_starts)
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(count > 1, (last - first) / (count - 1), np.nan)
-    return {
+    lat = {
         "first_token": first,
         "last_token": last,
         "num_tokens": count,
@@ -144,6 +165,7 @@ def request_latencies(
         "tpot": tpot,
         "max_itl": max_itl,
     }
+    return lat, gap_req, gap
 
 
 def percentiles(values: np.ndarray) -> dict[str, float | None]:
@@ -233,8 +255,7 @@ def _token_clock(run: RunLike) -> tuple[np.ndarray, np.ndarray]:
 def request_metrics(run: RunLike) -> RequestMetrics:
     """TTFT, TPOT, max ITL, E2E per request and every ITL, from a run's sampled tokens."""
     times, arrival = _token_clock(run)
-    lat = request_latencies(run.token_req, times, arrival)
-    gap_req, gap = inter_token_gaps(run.token_req, times)
+    lat, gap_req, gap = _latencies(*_by_request(run.token_req, times), arrival)
     finished = np.asarray(run.finish_step) >= 1
     nan = np.full(arrival.size, np.nan)
     if run.timed:

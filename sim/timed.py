@@ -46,17 +46,11 @@ def deployment(gpu: str, model: str, *, tp: int = 1, dtype: str = "bf16") -> Any
 
 def timer_for(dep: Any) -> StepTimer:
     """The cost model of a deployment as a StepTimer."""
-    from sim.cost import step_costs
+    from sim.cost import step_ms
 
     def timer(query_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
-        costs = step_costs(
-            dep,
-            query_tokens=query_tokens,
-            num_seqs=num_seqs,
-            kv_read_tokens=kv_read_tokens,
-            attn_pairs=attn_pairs,
-        )
-        return np.asarray(costs.step_ms, dtype=np.float64)
+        ms = step_ms(dep, query_tokens, num_seqs, kv_read_tokens, attn_pairs)
+        return np.asarray(ms, dtype=np.float64)
 
     return timer
 

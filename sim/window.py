@@ -49,6 +49,17 @@ def _boundary_counts(
     return np.cumsum(d.reshape(rows, bs), axis=0).ravel()[:length]
 
 
+def _running_kv_read(fin0: np.ndarray, comp0: np.ndarray, run_cnt: np.ndarray, T: int):
+    """Per step t < T: the KV tokens the running requests read, sum of comp0 + t over those
+    still decoding (fin0 >= t); run_cnt is their count per step."""
+    dec = fin0 >= 0
+    f_d = np.minimum(fin0[dec] + 1, T)
+    w = comp0[dec].astype(np.float64)
+    d1 = -np.bincount(f_d, weights=w, minlength=T + 1)
+    d1[0] += w.sum()
+    return np.rint(np.cumsum(d1)[:T]).astype(np.int64) + np.arange(T, dtype=np.int64) * run_cnt
+
+
 class WindowMixin:
     """Adds `_window()` to the Engine (scheduler.py); reads and updates its state arrays."""
 
@@ -105,14 +116,16 @@ class WindowMixin:
         else:
             guess = _EMPTY
         best = None
+        running = self._running_part(T, R, comp0)
+        kv_r = _running_kv_read(running[0], comp0, running[2], T)
         for _ in range(6):
             n_g = guess.shape[0]
-            stop, adm_ids, adm_t, fin0, final0 = self._plan(T, R, comp0, arr_ids[:n_g], guess)
+            plan = self._plan(T, R, comp0, arr_ids[:n_g], guess, running)
+            stop, adm_ids, adm_t, fin0, final0 = plan
             if stop <= 0:
                 return 0
-            arrays = self._window_arrays(stop, R, comp0, fin0, final0, adm_ids, adm_t)
             ms = np.asarray(
-                self.timer(arrays["tokens"], arrays["seqs"], arrays["kv_read"], arrays["attn"]),
+                self.timer(*self._step_shapes(stop, running[2], kv_r, adm_ids, adm_t)),
                 dtype=np.float64,
             )
             ends = self.now_s + np.cumsum(ms) / 1e3
@@ -129,38 +142,46 @@ class WindowMixin:
                 m = min(int(landing[j]) if j < n_a else stop, int(guess[j]) if j < n_g else stop)
             if n_a == K and ptr + K < self.n:
                 m = min(m, int(landing[K - 1]))  # later arrivals were not looked at
-            best = (m, stop, adm_ids, adm_t, fin0, final0, arrays, starts, ms, n_g, guess)
+            best = (m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess)
             if m == stop:
                 break
             guess = landing[:n_a]
-        m, stop, adm_ids, adm_t, fin0, final0, arrays, starts, ms, n_g, guess = best
+        m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess = best
         if m <= 0:
             return 0
-        if m < stop:
-            arrays = self._window_arrays(m, R, comp0, fin0, final0, adm_ids, adm_t)
+        arrays = self._window_arrays(m, R, comp0, fin0, final0, adm_ids, adm_t)
         self.now_s = float(starts[m - 1] + ms[m - 1] / 1e3)
         self.avg_step_ms = float(ms[:m].mean())
         return self._apply_window(
             m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m]
         )
 
-    def _plan(self, T, R, comp0, arr_ids, arr_t):
-        """The admissions of a window of up to T steps and where its story breaks.
+    def _running_part(self, T: int, R: np.ndarray, comp0: np.ndarray) -> tuple:
+        """What the running requests R do over T steps, whatever the admissions: each decodes
+        until it finishes. Returns (finishing step, final blocks, count per step, new blocks
+        needed per step, blocks freed per step); the same for every plan of a window."""
+        rem0 = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
+        fin0 = rem0 - 1
+        run_cnt = -np.bincount(np.minimum(fin0 + 1, T), minlength=T + 1)
+        run_cnt[0] += R.shape[0]
+        run_cnt = np.cumsum(run_cnt)[:T]
+        dec_need = _boundary_counts(np.zeros(R.shape[0], dtype=np.int64), fin0, comp0, self.bs, T)
+        final0 = cdiv(comp0 + rem0, self.bs)
+        inw = fin0 < T
+        freed = np.bincount(fin0[inw], weights=final0[inw], minlength=T)[:T].astype(np.int64)
+        return fin0, final0, run_cnt, dec_need, freed
+
+    def _plan(self, T, R, comp0, arr_ids, arr_t, running=None):
+        """The admissions of a window of up to T steps and where its story breaks (`running`:
+        `_running_part(T, R, comp0)` if already computed).
         Returns (stop, admitted ids, their steps, finishing steps and final blocks of R)."""
-        n0 = R.shape[0]
         bs = self.bs
         B = self.budget_max
         ptr = self.arrival_ptr
         # ---------------- running requests: decode until they finish
-        rem0 = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
-        fin0 = rem0 - 1
-        run_cnt = -np.bincount(np.minimum(fin0 + 1, T), minlength=T + 1)
-        run_cnt[0] += n0
-        run_cnt = np.cumsum(run_cnt)[:T]
-        dec_need = _boundary_counts(np.zeros(n0, dtype=np.int64), fin0, comp0, bs, T)
-        final0 = cdiv(comp0 + rem0, bs)
-        inw = fin0 < T
-        freed = np.bincount(fin0[inw], weights=final0[inw], minlength=T)[:T].astype(np.int64)
+        if running is None:
+            running = self._running_part(T, R, comp0)
+        fin0, final0, run_cnt, dec_need, freed = running
         fcfs_like = self.policy.name == "fcfs" or bool(np.all(np.diff(arr_t) > 0))
         if self.waiting.shape[0] == 0 and arr_ids.shape[0] and fcfs_like:
             res = self._plan_immediate(T, run_cnt, dec_need, freed, arr_ids, arr_t)
@@ -332,6 +353,32 @@ class WindowMixin:
             return None
         keep = tj < stop
         return stop, J[keep], tj[keep], run_tot + adm_cnt, bool(keep.all())
+
+    def _step_shapes(self, m, run_cnt_r, kv_r, adm_ids, adm_t) -> tuple[np.ndarray, ...]:
+        """(tokens, seqs, kv_read, attn) of the first m steps of a plan, what the cost model
+        prices: the same integers as `_window_arrays`, from the running requests' per-step
+        count and KV read (`_running_kv_read`, the same for every plan) plus the admissions'."""
+        J = np.asarray(adm_ids, dtype=np.int64)
+        tj = np.asarray(adm_t, dtype=np.int64)
+        keep = tj < m
+        J, tj = J[keep], tj[keep]
+        ntj = self.num_tokens[J]
+        finj = tj + np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj) - 1
+        dec = tj < finj  # decodes on steps tj + 1 .. finj
+        a_d = np.minimum(tj[dec] + 1, m)
+        f_d = np.minimum(finj[dec] + 1, m)
+        cnt = np.cumsum(np.bincount(a_d, minlength=m + 1) - np.bincount(f_d, minlength=m + 1))
+        w = (ntj - tj - 1)[dec].astype(np.float64)  # computed tokens before step t: w + t
+        d1 = np.bincount(a_d, weights=w, minlength=m + 1)
+        d1 -= np.bincount(f_d, weights=w, minlength=m + 1)
+        run_cnt = run_cnt_r[:m] + cnt[:m]
+        kv_read = kv_r[:m] + np.rint(np.cumsum(d1)[:m]).astype(np.int64)
+        kv_read += np.arange(m, dtype=np.int64) * cnt[:m]
+        adm_cnt = np.bincount(tj, minlength=m)[:m]
+        adm_tok = np.bincount(tj, weights=ntj, minlength=m)[:m].astype(np.int64)
+        adm_attn = np.bincount(tj, weights=ntj * (ntj + 1) // 2, minlength=m)[:m]
+        attn = kv_read + run_cnt + adm_attn.astype(np.int64)
+        return run_cnt + adm_tok, run_cnt + adm_cnt, kv_read, attn
 
     def _window_arrays(self, m, R, comp0, fin0, final0, adm_ids, adm_t) -> dict:
         """Per-request and per-step arrays of the first m steps of a planned window."""
