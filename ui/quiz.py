@@ -11,9 +11,10 @@ import random
 
 import streamlit as st
 
-from lessons.course import Lesson
+from lessons.course import SITE_TEXT, Lesson
 from lessons.quiz.exercise import ExerciseSpec
 from lessons.quiz.progress import Feedback, Progress
+from lessons.text import section
 from ui.state import progress
 
 
@@ -26,9 +27,11 @@ def _show(feedback: Feedback | None) -> None:
         return
     if feedback.correct:
         gained = f" +{feedback.xp_gained} XP" if feedback.xp_gained else ""
-        st.success(f"Correct!{gained}", icon=":material/check_circle:")
+        st.success(
+            section(SITE_TEXT, "quiz-correct", {"gained": gained}), icon=":material/check_circle:"
+        )
     else:
-        st.error("Not quite. Here is why:", icon=":material/cancel:")
+        st.error(section(SITE_TEXT, "quiz-wrong"), icon=":material/cancel:")
     st.markdown(feedback.explanation)
 
 
@@ -73,7 +76,7 @@ def render_quiz(lesson: Lesson) -> None:
                 args=(lesson, q.id, radio_key),
             )
             if st.session_state.get(f"{radio_key}-empty"):
-                st.warning("Pick an answer first.")
+                st.warning(section(SITE_TEXT, "quiz-empty"))
             _show(prog.feedback.get(key))
 
 
