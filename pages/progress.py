@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from lessons.course import SITE_TEXT, lessons
+from lessons.quiz.progress import XP_RULES
 from lessons.text import section
 from ui.state import progress
 
@@ -24,4 +25,4 @@ for lesson in lessons():
         }
     )
 st.dataframe(pd.DataFrame(rows), hide_index=True)
-st.markdown(section(SITE_TEXT, "progress-rules"))
+st.markdown(section(SITE_TEXT, "progress-rules", XP_RULES))

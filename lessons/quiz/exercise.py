@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
+XP_PER_EXERCISE = 10
+
+
 @dataclass(frozen=True)
 class Drawn:
     """One drawn instance of an exercise."""
@@ -39,4 +42,4 @@ class ExerciseSpec:
     id: str
     title: str
     draw: Callable[[int], Drawn]
-    xp: int = 10
+    xp: int = XP_PER_EXERCISE

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lessons.quiz.bank import Bank
-from lessons.quiz.exercise import Drawn, ExerciseSpec
+from lessons.quiz.bank import XP_PER_QUESTION, Bank
+from lessons.quiz.exercise import XP_PER_EXERCISE, Drawn, ExerciseSpec
 
 XP_PERFECT_QUIZ = 25
 XP_LESSON_DONE = 50
+XP_RULES = {
+    "xp_question": XP_PER_QUESTION,
+    "xp_perfect": XP_PERFECT_QUIZ,
+    "xp_exercise": XP_PER_EXERCISE,
+    "xp_lesson": XP_LESSON_DONE,
+}
 
 
 @dataclass(frozen=True)
