@@ -12,7 +12,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-
 XP_PER_EXERCISE = 10
 
 
