@@ -284,10 +284,13 @@ def step_costs(
     )
 
 
-def step_ms(dep: Deployment, query_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
+def step_ms(
+    dep: Deployment, query_tokens, num_seqs, kv_read_tokens, attn_pairs, consts=None
+) -> np.ndarray:
     """`step_costs(...).step_ms` (calibrated), the same numbers, computing only what the total
     needs: a timed run prices thousands of small windows (sim.timed). Integer arrays from the
-    engine take a short validity check; anything else goes through step_costs' checks."""
+    engine take a short validity check; anything else goes through step_costs' checks.
+    consts: `cost_constants(dep)`, computed once by a caller that prices many windows."""
     args = (query_tokens, num_seqs, kv_read_tokens, attn_pairs)
     q = query_tokens
     if not (
@@ -313,26 +316,36 @@ def step_ms(dep: Deployment, query_tokens, num_seqs, kv_read_tokens, attn_pairs)
         return step_costs(
             dep, query_tokens=q, num_seqs=s, kv_read_tokens=kv, attn_pairs=pairs
         ).step_ms
-    q, s, kv, pairs = (a.astype(np.float64) for a in (q, s, kv, pairs))
-    parts = _calibrated(dep, q, s, kv, pairs, q > 0, bounds=False)
+    qf, sf, kvf, pf = (a.astype(np.float64) for a in (q, s, kv, pairs))
+    parts = _calibrated(dep, qf, sf, kvf, pf, q > 0, bounds=False, counts=(q, s), consts=consts)
     return parts[0] + parts[1] + parts[2] + parts[3] + parts[4]
 
 
-def _calibrated(dep: Deployment, q, s, kv, pairs, active, *, bounds: bool) -> tuple:
-    """The calibrated model's parts: (linear_ms, attention_ms, lm_head_ms, comm_ms,
-    overhead_ms, memory_ms, compute_ms); the last two (the roofline's sides) only with
-    bounds, else None."""
+def cost_constants(dep: Deployment) -> tuple:
+    """The deployment's scalars the calibrated model uses: (GPU, Model, bandwidth B/s, peak
+    FLOP/s, KV bytes per token, GEMM factors). A caller pricing many windows keeps them."""
     gpu, model = dep.gpu_spec, dep.model_spec
     bw = gpu.bw_tbps * 1e12
     flops = peak_tflops(gpu, dep.dtype) * 1e12
     kv_tok = kv_bytes_per_token(model, "bf16", dep.tp)
-    f = factors_for(gpu)
+    return gpu, model, bw, flops, kv_tok, factors_for(gpu)
+
+
+def _calibrated(
+    dep: Deployment, q, s, kv, pairs, active, *, bounds: bool, counts=None, consts=None
+) -> tuple:
+    """The calibrated model's parts: (linear_ms, attention_ms, lm_head_ms, comm_ms,
+    overhead_ms, memory_ms, compute_ms); the last two (the roofline's sides) only with
+    bounds, else None. counts: q and s as integer arrays, if the caller has them (lookups);
+    consts: `cost_constants(dep)`, if the caller keeps them."""
+    q_n, s_n = counts if counts is not None else (q, s)
+    gpu, model, bw, flops, kv_tok, f = consts if consts is not None else cost_constants(dep)
     layers = model.num_layers
     n_out = 3 if bounds else 1
     # The linear layers depend only on the step's token count: evaluate each distinct count
     # once (steps repeat counts a lot), then gather.
     lin, *lin_b = _by_count(
-        q, dep, "linear", lambda u: _linear_per_layer(dep, f, u, bw, flops), n_out
+        q_n, dep, "linear", lambda u: _linear_per_layer(dep, f, u, bw, flops), n_out
     )
     linear_ms = layers * lin
 
@@ -349,7 +362,7 @@ def _calibrated(dep: Deployment, q, s, kv, pairs, active, *, bounds: bool) -> tu
     v_n = -(-model.vocab_size // dep.tp)
     wb = dep.weight_bytes_per_elem
     lm, *lm_b = _by_count(
-        s,
+        s_n,
         dep,
         "lm_head",
         lambda u: gemm_ms(u, v_n, model.hidden_size, bw_bps=bw, flops=flops, f=f, w_bytes=wb),
@@ -379,10 +392,11 @@ def _by_count(x: np.ndarray, dep: Deployment, part: str, fn, n_out: int = 3):
     thousands of small windows, a lesson re-prices on every slider move) cost a gather instead
     of five GEMM formulas."""
     if x.size == 0:
-        return fn(x)[:n_out]
+        return fn(np.asarray(x, dtype=np.float64))[:n_out]
     top = float(x.max())
-    if top > TABLE_MAX or not (x == np.floor(x)).all():
-        return fn(x)[:n_out]
+    whole = x.dtype.kind in "iu" or bool((x == np.floor(x)).all())
+    if top > TABLE_MAX or not whole:
+        return fn(np.asarray(x, dtype=np.float64))[:n_out]
     size = max(1024, 1 << int(top + 1).bit_length())
     key = (dep, part, size)
     tables = _TABLES.get(key)

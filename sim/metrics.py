@@ -254,7 +254,11 @@ def _token_clock(run: RunLike) -> tuple[np.ndarray, np.ndarray]:
 
 def request_metrics(run: RunLike) -> RequestMetrics:
     """TTFT, TPOT, max ITL, E2E per request and every ITL, from a run's sampled tokens."""
-    times, arrival = _token_clock(run)
+    return _request_metrics(run, *_token_clock(run))
+
+
+def _request_metrics(run: RunLike, times: np.ndarray, arrival: np.ndarray) -> RequestMetrics:
+    """`request_metrics` with the token times and arrivals (`_token_clock`) already computed."""
     lat, gap_req, gap = _latencies(*_by_request(run.token_req, times), arrival)
     finished = np.asarray(run.finish_step) >= 1
     nan = np.full(arrival.size, np.nan)
@@ -375,7 +379,8 @@ def summarize(
     goodput_req_per_s (timed runs only).
     """
     wl = run.workload
-    m = request_metrics(run)
+    times, arrival = _token_clock(run)
+    m = _request_metrics(run, times, arrival)
     usage = kv_usage(run.kv_blocks_used, run.kv_blocks_usable)
     num_out = int(np.asarray(run.token_req).size)
     out: dict[str, Any] = {
@@ -391,7 +396,6 @@ def summarize(
     }
     none4 = percentiles(np.empty(0))
     if run.timed:
-        times, _ = _token_clock(run)
         start = float(wl.arrival_s.min()) if wl.num_requests else 0.0
         span = float(times.max()) - start if times.size else 0.0
         finished_prompt = float(wl.prompt_tokens[m.finished].sum())

@@ -46,10 +46,12 @@ def deployment(gpu: str, model: str, *, tp: int = 1, dtype: str = "bf16") -> Any
 
 def timer_for(dep: Any) -> StepTimer:
     """The cost model of a deployment as a StepTimer."""
-    from sim.cost import step_ms
+    from sim.cost import cost_constants, step_ms
+
+    consts = cost_constants(dep)
 
     def timer(query_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
-        ms = step_ms(dep, query_tokens, num_seqs, kv_read_tokens, attn_pairs)
+        ms = step_ms(dep, query_tokens, num_seqs, kv_read_tokens, attn_pairs, consts)
         return np.asarray(ms, dtype=np.float64)
 
     return timer

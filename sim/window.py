@@ -124,10 +124,18 @@ class WindowMixin:
             stop, adm_ids, adm_t, fin0, final0 = plan
             if stop <= 0:
                 return 0
-            ms = np.asarray(
-                self.timer(*self._step_shapes(stop, running[2], kv_r, adm_ids, adm_t)),
-                dtype=np.float64,
-            )
+            if self._plan_shapes is not None:
+                run_tot, kv_j, adm_cnt, adm_tok, adm_attn = (a[:stop] for a in self._plan_shapes)
+                kv_read = kv_r[:stop] + kv_j
+                shapes = (
+                    run_tot + adm_tok,
+                    run_tot + adm_cnt,
+                    kv_read,
+                    kv_read + run_tot + adm_attn,
+                )
+            else:
+                shapes = self._step_shapes(stop, running[2], kv_r, adm_ids, adm_t)
+            ms = np.asarray(self.timer(*shapes), dtype=np.float64)
             ends = self.now_s + np.cumsum(ms) / 1e3
             starts = np.concatenate(([self.now_s], ends[:-1]))
             landing = np.searchsorted(starts, arr_s, side="left")  # first step starting >= it
@@ -178,6 +186,7 @@ class WindowMixin:
         bs = self.bs
         B = self.budget_max
         ptr = self.arrival_ptr
+        self._plan_shapes = None  # set by _plan_immediate (the admissions' step shapes)
         # ---------------- running requests: decode until they finish
         if running is None:
             running = self._running_part(T, R, comp0)
@@ -204,7 +213,8 @@ class WindowMixin:
             """First step in [lo, hi) where the running loop runs short of blocks (a preemption),
             else hi. (The budget cannot run short: running <= max_num_seqs <= budget.)"""
             bad = avail[lo:hi] < 0
-            return lo + int(np.argmax(bad)) if bad.any() else hi
+            j = int(bad.argmax()) if hi > lo else 0
+            return lo + j if hi > lo and bad[j] else hi
 
         limit = first_bad(0, T)
 
@@ -248,7 +258,8 @@ class WindowMixin:
             if wmb:
                 need = need + np.where(b_sl > 0, wmb, 0)
             ok &= avail[t_prev:hi] >= need
-            if not ok.any():
+            i = int(ok.argmax()) if ok.shape[0] else 0
+            if not (ok.shape[0] and ok[i]):
                 idle = b_sl == 0
                 if idle.any():  # nothing runs and the head never fits: the general step says so
                     limit = t_prev + int(np.argmax(idle))
@@ -257,7 +268,6 @@ class WindowMixin:
                     break
                 t_prev = t_next_arr
                 continue
-            i = int(np.argmax(ok))
             t_h = t_prev + i
             capped = self.thr > 0 and nt > self.thr and b_sl[i] + queue.shape[0] > 1
             if nt > int(l_sl[i]) or capped:
@@ -279,7 +289,10 @@ class WindowMixin:
                 t0 = t_h + 1 + (-nt) % bs
                 if t0 <= fin:
                     avail[t0 : fin + 1] -= stair[: fin + 1 - t0]
-            limit = first_bad(t_h + 1, limit)
+            # avail only fell on [t_h, fin], and nothing before limit was short: look there
+            hi = min(limit, fin + 1)
+            if t_h + 1 < hi:
+                limit = min(limit, first_bad(t_h + 1, hi))
             t_prev = t_h
 
         everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr == self.n
@@ -319,10 +332,8 @@ class WindowMixin:
         b = finj[dec]
         lo = np.minimum(a, T)
         hi = np.minimum(b + 1, T)
-        run_tot = (
-            run_cnt
-            + np.cumsum(np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1))[:T]
-        )
+        cnt_j = np.cumsum(np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1))[:T]
+        run_tot = run_cnt + cnt_j
         dec_tot = dec_need + _boundary_counts(a, b, pj[dec], bs, T)
         inw = finj < T
         freed_tot = freed + np.bincount(
@@ -352,6 +363,15 @@ class WindowMixin:
         if stop == 0:
             return None
         keep = tj < stop
+        # what the cost model prices (see _step_shapes), but for the admissions: an arrival
+        # admitted at or after a step adds nothing to it, so these hold for any cut of the plan
+        w = (pj - tj - 1)[dec].astype(np.float64)  # computed tokens before step t: w + t
+        d1 = np.bincount(lo, weights=w, minlength=T + 1)
+        d1 -= np.bincount(hi, weights=w, minlength=T + 1)
+        kv_j = np.rint(np.cumsum(d1)[:T]).astype(np.int64) + np.arange(T, dtype=np.int64) * cnt_j
+        adm_tok = np.bincount(tj, weights=pj, minlength=T)[:T].astype(np.int64)
+        adm_attn = np.bincount(tj, weights=pj * (pj + 1) // 2, minlength=T)[:T].astype(np.int64)
+        self._plan_shapes = (run_tot, kv_j, adm_cnt, adm_tok, adm_attn)
         return stop, J[keep], tj[keep], run_tot + adm_cnt, bool(keep.all())
 
     def _step_shapes(self, m, run_cnt_r, kv_r, adm_ids, adm_t) -> tuple[np.ndarray, ...]:
