@@ -60,34 +60,11 @@ def _press_latencies(page, url: str) -> list[float]:
 def run() -> str:
     if not Path(CHROMIUM).exists():
         return "## Browser: slider to chart\n\nSkipped: no browser at /usr/bin/chromium."
-    import subprocess
-    import sys
-    import urllib.request
-
     from playwright.sync_api import sync_playwright
 
-    from tests.browser.conftest import _free_port  # the same server start as the tests
+    from tests.browser import server  # the same server start as the browser tests
 
-    root = Path(__file__).resolve().parents[1]
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless=true",
-            "--server.address=127.0.0.1",
-            f"--server.port={port}",
-            "--browser.gatherUsageStats=false",
-            "--server.fileWatcherType=none",
-        ],
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc, url = server.start()
     rows = [
         "## Browser: slider press to updated chart",
         "",
@@ -99,12 +76,6 @@ def run() -> str:
         "|---|---:|---:|---:|---:|",
     ]
     try:
-        for _ in range(300):
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.2)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -119,6 +90,5 @@ def run() -> str:
                 )
             browser.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop(proc)
     return "\n".join(rows)

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.browser import server
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-output" / "screenshots"
@@ -44,12 +41,6 @@ def pytest_terminal_summary(terminalreporter):
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_url(browser):
     """Start `streamlit run app.py` on a free loopback port; stop it after the session.
@@ -60,39 +51,12 @@ def app_url(browser):
     """
     if NO_BROWSER is not None:
         pytest.skip(NO_BROWSER)
-    port = _free_port()
-    log = (ROOT / "test-output").joinpath("server.log")
+    log = ROOT / "test-output" / "server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.headless=true",
-                "--server.address=127.0.0.1",
-                f"--server.port={port}",
-                "--browser.gatherUsageStats=false",
-                "--server.fileWatcherType=none",
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as resp:
-                if resp.read() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.terminate()
-        pytest.fail(f"streamlit did not become healthy; see {log}")
+    try:
+        proc, url = server.start(log)
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}; see {log}")
     warm = browser.new_page()
     warm.goto(url)
     warm.wait_for_function(
@@ -102,11 +66,7 @@ def app_url(browser):
     )
     warm.close()
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    server.stop(proc)
 
 
 @pytest.fixture(scope="session")
