@@ -30,41 +30,15 @@ asking for goodput of a step replay raises `SimInputError`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sim.errors import SimInputError
-from sim.workload import Workload
+from sim.run import Run
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
-
-
-class RunLike(Protocol):
-    """The parts of `sim.run.Run` the metrics read (names and meaning in the module docstring)."""
-
-    workload: Workload
-    kv_blocks_usable: int
-    num_steps: int
-    timed: bool
-    num_scheduled_tokens: np.ndarray
-    num_scheduled_seqs: np.ndarray
-    num_running: np.ndarray
-    num_waiting: np.ndarray
-    kv_blocks_used: np.ndarray
-    num_preempted: np.ndarray
-    num_finished: np.ndarray
-    step_start_s: np.ndarray
-    step_ms: np.ndarray
-    token_req: np.ndarray
-    token_step: np.ndarray
-    first_scheduled_step: np.ndarray
-    first_token_step: np.ndarray
-    finish_step: np.ndarray
-    num_preemptions: np.ndarray
-    num_output_tokens: np.ndarray
-    num_recomputed_tokens: np.ndarray
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,7 +214,7 @@ class RequestMetrics:
     itl: np.ndarray
 
 
-def _token_clock(run: RunLike) -> tuple[np.ndarray, np.ndarray]:
+def _token_clock(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """(token times, arrivals) in seconds for timed runs, in steps for step replays."""
     wl = run.workload
     if run.timed:
@@ -252,12 +226,12 @@ def _token_clock(run: RunLike) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(run.token_step, dtype=np.float64), wl.arrival_step.astype(np.float64) - 1
 
 
-def request_metrics(run: RunLike) -> RequestMetrics:
+def request_metrics(run: Run) -> RequestMetrics:
     """TTFT, TPOT, max ITL, E2E per request and every ITL, from a run's sampled tokens."""
     return _request_metrics(run, *_token_clock(run))
 
 
-def _request_metrics(run: RunLike, times: np.ndarray, arrival: np.ndarray) -> RequestMetrics:
+def _request_metrics(run: Run, times: np.ndarray, arrival: np.ndarray) -> RequestMetrics:
     """`request_metrics` with the token times and arrivals (`_token_clock`) already computed."""
     lat, gap_req, gap = _latencies(*_by_request(run.token_req, times), arrival)
     finished = np.asarray(run.finish_step) >= 1
@@ -293,7 +267,7 @@ def _request_metrics(run: RunLike, times: np.ndarray, arrival: np.ndarray) -> Re
     )
 
 
-def request_table(run: RunLike) -> pd.DataFrame:
+def request_table(run: Run) -> pd.DataFrame:
     """One row per request (in the workload's list order) for the tables a page shows.
 
     Timed runs: arrival_s, ttft_ms, tpot_ms, max_itl_ms, e2e_s; step replays: arrival_step,
@@ -336,7 +310,7 @@ def request_table(run: RunLike) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def time_series(run: RunLike) -> pd.DataFrame:
+def time_series(run: Run) -> pd.DataFrame:
     """One row per step for the app's charts.
 
     Columns: step (1-based), time_s (step start; NaN in step replays), step_ms, running,
@@ -366,7 +340,7 @@ def _per(value: float, span: float) -> float | None:
 
 
 def summarize(
-    run: RunLike, *, ttft_slo_ms: float | None = None, itl_slo_ms: float | None = None
+    run: Run, *, ttft_slo_ms: float | None = None, itl_slo_ms: float | None = None
 ) -> dict[str, Any]:
     """The run's figures as plain JSON-ready values (None where a figure does not apply).
 

@@ -44,3 +44,31 @@ def trace_values(chart: dict, axis: str = "y") -> list[list[float]]:
         else:
             out.append(list(value or []))
     return out
+
+
+def quiz_key(lesson_id: str, question_id: str) -> str:
+    """The widget key of a question's radio (its Check button adds "-check")."""
+    return f"quiz-{lesson_id}-{question_id}".replace("_", "-")
+
+
+def answer(at: AppTest, lesson_id: str, question_id: str, choice: str) -> AppTest:
+    """Pick `choice` for a question and press Check."""
+    key = quiz_key(lesson_id, question_id)
+    at.radio(key=key).set_value(choice)
+    at.button(key=f"{key}-check").click().run()
+    return at
+
+
+def assert_quiz_awards_xp_once(page: str, lesson_id: str, question_id: str) -> AppTest:
+    """On `page`: a wrong answer earns nothing, the right one 10 XP, checking it again nothing."""
+    from lessons.course import lesson
+
+    q = lesson(lesson_id).bank().question(question_id)
+    at = run_page(page)
+    answer(at, lesson_id, question_id, next(c for c in q.choices if c != q.correct_choice))
+    assert at.session_state["progress"].xp == 0
+    answer(at, lesson_id, question_id, q.correct_choice)
+    assert at.session_state["progress"].xp == 10
+    answer(at, lesson_id, question_id, q.correct_choice)
+    assert at.session_state["progress"].xp == 10
+    return at

@@ -1,7 +1,7 @@
 """The frame pages: Start lists the lessons, Practice grades and awards XP once, Progress counts."""
 
 from lessons.course import lessons
-from tests.apptest_util import run_page
+from tests.apptest_util import answer, quiz_key, run_page
 
 
 def test_start_lists_every_lesson():
@@ -21,29 +21,21 @@ def test_sidebar_shows_xp():
     assert at.sidebar.metric[0].value == "0"
 
 
-def _answer(at, lesson_id, question, choice):
-    key = f"quiz-{lesson_id.replace('_', '-')}-{question.id.replace('_', '-')}"
-    at.radio(key=key).set_value(choice)
-    at.button(key=f"{key}-check").click()
-    at.run()
-    return at
-
-
 def test_practice_grades_and_awards_xp_once():
     lesson = lessons()[0]
     bank = lesson.bank()
     q = bank.questions[0]
     at = run_page("pages/practice.py")
     wrong = next(c for c in q.choices if c != q.correct_choice)
-    _answer(at, lesson.id, q, wrong)
+    answer(at, lesson.id, q.id, wrong)
     assert at.session_state["progress"].xp == 0
     assert any("Not quite" in e.value for e in at.error)
-    _answer(at, lesson.id, q, q.correct_choice)
+    answer(at, lesson.id, q.id, q.correct_choice)
     assert at.session_state["progress"].xp == 10
     assert any("+10 XP" in s.value for s in at.success)
     # AppTest loses the frame's sidebar after a page switch; tests/browser checks the sidebar.
     # Checking the same right answer again pays nothing more.
-    _answer(at, lesson.id, q, q.correct_choice)
+    answer(at, lesson.id, q.id, q.correct_choice)
     assert at.session_state["progress"].xp == 10
 
 
@@ -51,7 +43,7 @@ def test_empty_answer_asks_for_a_choice():
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
     at = run_page("pages/practice.py")
-    key = f"quiz-{lesson.id.replace('_', '-')}-{q.id.replace('_', '-')}"
+    key = quiz_key(lesson.id, q.id)
     at.button(key=f"{key}-check").click()
     at.run()
     assert any("Pick an answer" in w.value for w in at.warning)
@@ -62,7 +54,7 @@ def test_progress_page_counts_answers():
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
     at = run_page("pages/practice.py")
-    _answer(at, lesson.id, q, q.correct_choice)
+    answer(at, lesson.id, q.id, q.correct_choice)
     at.switch_page("pages/progress.py")
     at.run()
     assert not at.exception

@@ -20,7 +20,7 @@ from sim.config import SchedulerConfig
 from sim.scheduler import run_steps
 from sim.timed import run_timed
 from sim.workload import Workload
-from tests.apptest_util import charts, run_page, trace_values
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 
 PAGE = "pages/lesson_chunked_prefill.py"
 CHUNK = "decode step plus a prompt chunk"
@@ -130,20 +130,8 @@ def test_gpu_choice_sets_vllm_defaults_and_model_sets_max_model_len():
 
 
 def test_quiz_grades_and_awards_xp_once(opening):
-    at = run_page(PAGE)
-    bank = lesson("chunked_prefill").bank()
-    assert len(bank.questions) >= 6
-    q = bank.question("protects_itl")
-    key = "quiz-chunked-prefill-protects-itl"
-    wrong = next(c for c in q.choices if c != q.correct_choice)
-    at.radio(key=key).set_value(wrong)
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 0
-    at.radio(key=key).set_value(q.correct_choice)
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 10
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 10
+    assert len(lesson("chunked_prefill").bank().questions) >= 6
+    assert_quiz_awards_xp_once(PAGE, "chunked_prefill", "protects_itl")
 
 
 def _replay_steps(budget: int, users: int, prompt: int) -> int:

@@ -14,7 +14,7 @@ import pytest
 from lessons.course import lesson
 from lessons.step_loop import exercise, figures
 from sim.kv import cdiv
-from tests.apptest_util import charts, run_page
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
 
 PAGE = "pages/lesson_step_loop.py"
 
@@ -125,19 +125,8 @@ def test_frames_show_the_schedulers_own_state(p):
 
 
 def test_quiz_grades_and_awards_xp_once(opening):
-    at = run_page(PAGE)
-    bank = lesson("step_loop").bank()
-    assert len(bank.questions) >= 6
-    q = bank.question("blocks_run_out")
-    key = "quiz-step-loop-blocks-run-out"
-    wrong = next(c for c in q.choices if c != q.correct_choice)
-    at.radio(key=key).set_value(wrong)
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 0
-    for _ in range(2):
-        at.radio(key=key).set_value(q.correct_choice)
-        at.button(key=f"{key}-check").click().run()
-        assert at.session_state["progress"].xp == 10
+    assert len(lesson("step_loop").bank().questions) >= 6
+    assert_quiz_awards_xp_once(PAGE, "step_loop", "blocks_run_out")
 
 
 @pytest.mark.parametrize("seed", range(20))

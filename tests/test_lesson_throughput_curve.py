@@ -19,7 +19,7 @@ from sim.models import num_gpu_blocks
 from sim.sweep import sweep_values
 from sim.workload import Workload
 from tests import reference_scheduler
-from tests.apptest_util import charts, run_page, trace_values
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 from tests.scenarios import base_settings
 
 PAGE = "pages/lesson_throughput_curve.py"
@@ -160,19 +160,8 @@ def test_the_animation_grows_the_concurrency():
 
 
 def test_quiz_grades_and_awards_xp_once():
-    bank = lesson("throughput_curve").bank()
-    assert len(bank.questions) >= 6
-    q = bank.question("lever")
-    key = "quiz-throughput-curve-lever"
-    at = run_page(PAGE)
-    at.radio(key=key).set_value(next(c for c in q.choices if c != q.correct_choice))
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 0
-    at.radio(key=key).set_value(q.correct_choice)
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 10
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 10
+    assert len(lesson("throughput_curve").bank().questions) >= 6
+    at = assert_quiz_awards_xp_once(PAGE, "throughput_curve", "lever")
     spec = next(e for e in exercise.EXERCISES if e.id == "pick")
     box = next(n for n in at.number_input if "sequences" in n.label)
     box.set_value(spec.draw(0).answer).run()

@@ -15,7 +15,7 @@ from lessons.timeline import DECODE, PROMPT, budget_timeline, classify
 from lessons.token_budget import exercise, figures
 from sim.hardware import default_batch_limits, get_gpu, gpu_keys
 from sim.kv import cdiv
-from tests.apptest_util import charts, run_page, trace_values
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 from tests.scenarios import load_recording
 
 PAGE = "pages/lesson_token_budget.py"
@@ -142,19 +142,8 @@ def test_defaults_chart_follows_the_rule_for_every_gpu(opening):
 
 
 def test_quiz_grades_and_awards_xp_once(opening):
-    at = run_page(PAGE)
-    bank = lesson("token_budget").bank()
-    assert len(bank.questions) >= 6
-    q = bank.question("decodes_48")
-    key = "quiz-token-budget-decodes-48"
-    wrong = next(c for c in q.choices if c != q.correct_choice)
-    at.radio(key=key).set_value(wrong)
-    at.button(key=f"{key}-check").click().run()
-    assert at.session_state["progress"].xp == 0
-    for _ in range(2):
-        at.radio(key=key).set_value(q.correct_choice)
-        at.button(key=f"{key}-check").click().run()
-        assert at.session_state["progress"].xp == 10
+    assert len(lesson("token_budget").bank().questions) >= 6
+    assert_quiz_awards_xp_once(PAGE, "token_budget", "decodes_48")
 
 
 @pytest.mark.parametrize("seed", range(20))
