@@ -21,6 +21,9 @@ class Policy(ABC):
     """One run's policy. Built once per run from per-request key arrays (see `make_policy`)."""
 
     name: ClassVar[str]
+    # True if the victim is always the last running request, so a preemption never takes back
+    # tokens already scheduled in the step (sim/dominance.py relies on it).
+    victim_is_last: ClassVar[bool] = False
 
     def __init__(self, *, priority: np.ndarray, arrival_time: np.ndarray, request_ids) -> None:
         self.priority = np.asarray(priority, dtype=np.int64)
@@ -44,6 +47,7 @@ class FCFS(Policy):
     """vLLM's default: a deque; arrivals at the tail, preempted at the head; victim = last."""
 
     name = "fcfs"
+    victim_is_last = True
 
     def enqueue(self, waiting: np.ndarray, arrived: np.ndarray) -> np.ndarray:
         return np.concatenate((waiting, arrived))

@@ -6,12 +6,19 @@ configuration: the settings that vary, then the run's figures from `sim.metrics.
 `ttft_ms_p50`) and the scheduler's own time. `sweep_values(base, "max_num_batched_tokens",
 [...], workload)` varies one setting of a base configuration.
 
-What is shared, honestly: the workload's arrays are validated once and used read-only by every
-run; its arrival order and the policy's keys are computed once per policy (`scheduler.prepare`);
-the deployment's cost model is resolved once. Each configuration is then its own step-exact run
-(its own windows and events): the runs are not fused into one array program, because every
-configuration takes different decisions at different steps. `workers=2` runs configurations in
-two processes (the machine has two cores), which helps only for long sweeps.
+What is shared: the workload's arrays are validated once and used read-only by every run; its
+arrival order and the policy's keys are computed once per policy (`scheduler.prepare`); the
+deployment's cost model is resolved once. And whole runs: configurations that differ only in
+`max_num_batched_tokens` / `max_num_seqs` run from the smallest limits up, and a finished run that
+never reached a limit answers for every larger one (sim/dominance.py: raising a limit nobody hit
+changes no decision). Such rows repeat that run's figures, name it in `run_of` (the row index of
+the run that produced them) and cost no scheduler time. On a trace whose busiest step holds 7,008
+tokens, every budget above that is one run. `share=False` runs every configuration.
+
+Every other configuration is its own step-exact run (its own windows and events): the runs are not
+fused into one array program, because every configuration takes different decisions at different
+steps. `workers=2` runs configurations in two processes (the machine has two cores), which helps
+only for long sweeps; it runs every configuration (no sharing).
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from typing import Any
 
 import pandas as pd
 
 from sim.config import SchedulerConfig
+from sim.dominance import Slack, answers_for, limits_key, slack
 from sim.errors import SimInputError
 from sim.run import Run
 from sim.scheduler import Engine, Prepared, prepare
@@ -59,9 +68,8 @@ def _one(
     prepared: Prepared,
     max_steps: int | None,
     slo: tuple[float | None, float | None],
-    keep_run: bool,
     metrics: bool = True,
-) -> tuple[dict[str, Any], Run | None]:
+) -> tuple[dict[str, Any], Run]:
     timer = None
     if deployment is not None:
         from sim.timed import timer_for
@@ -82,11 +90,41 @@ def _one(
             "num_output_tokens": int(run.token_req.shape[0]),
         }
     row["scheduler_seconds"] = seconds
-    return row, (run if keep_run else None)
+    return row, run
 
 
-def _one_packed(args):
-    return _one(*args)
+def _one_packed(args: tuple, keep_run: bool) -> tuple[dict[str, Any], Run | None]:
+    row, run = _one(*args)
+    return row, (run if keep_run else None)  # only kept runs travel back between processes
+
+
+def _shared(jobs: list[tuple], configs: list[SchedulerConfig], keep_runs: bool) -> list[tuple]:
+    """Run the jobs from the smallest limits up; reuse a run wherever it answers for a config.
+
+    Returns (row, run or None, run_of) per job, in the given order.
+    """
+    order = sorted(
+        range(len(configs)),
+        key=lambda i: (configs[i].max_num_batched_tokens, configs[i].max_num_seqs),
+    )
+    done: dict[tuple, list[tuple[int, Slack]]] = {}
+    out: list[tuple] = [()] * len(configs)
+    for i in order:
+        config = configs[i]
+        group = done.setdefault(limits_key(config), [])
+        source = next((j for j, s in group if answers_for(s, config)), None)
+        if source is not None:
+            row, run, _ = out[source]
+            row = dict(row, scheduler_seconds=0.0)
+            run = dataclasses.replace(run, config=config) if run is not None else None
+            out[i] = (row, run, source)
+            continue
+        row, run = _one(*jobs[i])
+        s = slack(run)
+        if s.budget_free or s.seqs_free:
+            group.append((i, s))
+        out[i] = (row, run if keep_runs else None, i)
+    return out
 
 
 def sweep(
@@ -100,6 +138,7 @@ def sweep(
     keep_runs: bool = False,
     workers: int = 1,
     metrics: bool = True,
+    share: bool = True,
 ) -> pd.DataFrame:
     """Run every configuration on `workload`; one row per configuration, in the given order.
 
@@ -107,6 +146,8 @@ def sweep(
     they are step replays (workload.arrival_step). `keep_runs=True` stores each Run in the
     frame's `attrs["runs"]` (memory: one Run per configuration). `metrics=False` skips
     sim.metrics.summarize and keeps only steps, preemptions, finished and output tokens.
+    `run_of` names the row whose run produced each row (itself, or a smaller configuration
+    whose run answers for it: see the module docstring); `share=False` runs every one.
     """
     configs = list(configs)
     if not configs:
@@ -121,22 +162,22 @@ def sweep(
         if c.policy not in prepared:
             prepared[c.policy] = prepare(workload, c.policy, timed)
     slo = (ttft_slo_ms, itl_slo_ms)
-    jobs = [
-        (c, workload, deployment, prepared[c.policy], max_steps, slo, keep_runs, metrics)
-        for c in configs
-    ]
+    jobs = [(c, workload, deployment, prepared[c.policy], max_steps, slo, metrics) for c in configs]
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(_one_packed, jobs))
+            done = pool.map(partial(_one_packed, keep_run=keep_runs), jobs)
+            results = [(row, run, i) for i, (row, run) in enumerate(done)]
+    elif share:
+        results = _shared(jobs, configs, keep_runs)
     else:
-        results = [_one(*job) for job in jobs]
+        results = [_one_packed(job, keep_runs) + (i,) for i, job in enumerate(jobs)]
     varied = _varied(configs)
     rows = []
-    for config, (row, _) in zip(configs, results, strict=True):
-        rows.append({name: getattr(config, name) for name in varied} | row)
+    for config, (row, _, run_of) in zip(configs, results, strict=True):
+        rows.append({name: getattr(config, name) for name in varied} | row | {"run_of": run_of})
     frame = pd.DataFrame(rows)
     if keep_runs:
-        frame.attrs["runs"] = [run for _, run in results]
+        frame.attrs["runs"] = [run for _, run, _ in results]
     return frame
 
 

@@ -59,7 +59,7 @@ def test_sweep_in_two_processes_gives_the_same_table():
     budgets = [64, 256]
     one = sweep_values(BASE, "max_num_batched_tokens", budgets, wl)
     two = sweep_values(BASE, "max_num_batched_tokens", budgets, wl, workers=2)
-    cols = [c for c in one.columns if c != "scheduler_seconds"]
+    cols = [c for c in one.columns if c not in ("scheduler_seconds", "run_of")]
     assert one[cols].equals(two[cols])
 
 
@@ -83,7 +83,111 @@ def test_sweep_without_metrics_keeps_the_run_figures():
         "num_finished",
         "num_output_tokens",
         "scheduler_seconds",
+        "run_of",
     }
     for seqs, steps in zip([2, 8], bare["num_steps"], strict=True):
         assert steps == run_steps(dataclasses.replace(BASE, max_num_seqs=seqs), wl).num_steps
     assert bare["num_steps"].iloc[0] > bare["num_steps"].iloc[1]  # 2 sequences take longer
+
+
+# ---- sharing runs across limits (sim/dominance.py)
+
+PER_STEP = ("num_scheduled_tokens", "num_scheduled_seqs", "num_running", "kv_blocks_used")
+PER_REQUEST = ("first_token_step", "finish_step", "num_preemptions", "num_prefix_hit_tokens")
+
+
+def _random_case(seed: int) -> tuple[SchedulerConfig, Workload]:
+    """A small workload and a base configuration, often with a pool tight enough to preempt."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 40))
+    mml = 1024
+    chunked = bool(rng.random() < 0.7)
+    prefix = bool(rng.random() < 0.3)
+    prompts = rng.integers(8, 700, n)
+    wl = Workload.build(
+        prompts,
+        rng.integers(1, 60, n),
+        arrival_step=1 + np.cumsum(rng.integers(0, 3, n)),
+        priority=rng.integers(0, 3, n),
+        prefix_id=rng.integers(0, 3, n) if prefix else None,
+        prefix_tokens=np.minimum(prompts, 64) if prefix else None,
+    )
+    base = SchedulerConfig(
+        max_num_batched_tokens=int(rng.integers(16, 400)) if chunked else mml,
+        max_num_seqs=int(rng.integers(1, 12)),
+        max_model_len=mml,
+        num_gpu_blocks=int(rng.integers(66, 200)),
+        enable_chunked_prefill=chunked,
+        enable_prefix_caching=prefix,
+        policy=str(rng.choice(["fcfs", "priority"])),
+        long_prefill_token_threshold=int(rng.choice([0, 0, 8, 40, 200])),
+    )
+    return base, wl
+
+
+def _limit_grid(base: SchedulerConfig, rng) -> list[SchedulerConfig]:
+    budgets = sorted({base.max_num_batched_tokens * k for k in (1, 2, 4, 16)})
+    seqs = sorted({base.max_num_seqs, base.max_num_seqs + 1, 64, int(rng.integers(1, 80))})
+    return [
+        dataclasses.replace(base, max_num_batched_tokens=b, max_num_seqs=s)
+        for b in budgets
+        for s in seqs
+        if s <= b
+    ]
+
+
+def test_shared_rows_are_exactly_the_separate_runs():
+    """Every row a sweep fills from a smaller configuration's run equals running it, array for
+    array, over random workloads, policies, chunking, prefix caching and tight pools."""
+    shared = preempting = 0
+    for seed in range(40):
+        base, wl = _random_case(seed)
+        configs = _limit_grid(base, np.random.default_rng(1000 + seed))
+        frame = sweep(configs, wl, keep_runs=True, metrics=False)
+        for i, (config, kept) in enumerate(zip(configs, frame.attrs["runs"], strict=True)):
+            alone = run_steps(config, wl)
+            assert kept.config == config
+            assert kept.num_steps == alone.num_steps, (seed, config)
+            for name in PER_STEP + PER_REQUEST:
+                np.testing.assert_array_equal(getattr(kept, name), getattr(alone, name), name)
+            np.testing.assert_array_equal(kept.token_req, alone.token_req)
+            if frame["run_of"].iloc[i] != i:
+                shared += 1
+                preempting += alone.total_preemptions > 0
+                assert frame["scheduler_seconds"].iloc[i] == 0.0
+    assert shared >= 200  # the rule was exercised (312 shared rows when written),
+    assert preempting >= 100  # also on runs with preemptions (204)
+
+
+def test_a_budget_that_binds_is_never_shared():
+    """The 1,000-step trace of the benchmark in miniature: budgets up to the busiest step each
+    run on their own; every budget above it is the same run."""
+    wl = _workload(80, seed=5)
+    budgets = [64, 128, 256, 512, 1024, 2048, 4096]
+    frame = sweep_values(BASE, "max_num_batched_tokens", budgets, wl, keep_runs=True)
+    peaks = [int(r.num_scheduled_tokens.max()) for r in frame.attrs["runs"]]
+    own = [i for i, r in enumerate(frame["run_of"]) if r == i]
+    first_free = next(i for i, (b, p) in enumerate(zip(budgets, peaks, strict=True)) if p < b)
+    assert own == list(range(first_free + 1))  # every binding budget ran, then one more
+    assert set(frame["run_of"].iloc[first_free:]) == {first_free}
+    plain = sweep_values(BASE, "max_num_batched_tokens", budgets, wl, share=False)
+    assert list(plain["run_of"]) == list(range(len(budgets)))
+    cols = [c for c in frame.columns if c not in ("scheduler_seconds", "run_of")]
+    assert frame[cols].equals(plain[cols])
+
+
+def test_the_priority_guard_applies_only_to_runs_with_preemptions():
+    """A run whose budget never filled lends it under FCFS; under priority only if nothing was
+    preempted (its victim may be a request already scheduled in the step: module docstring)."""
+    from sim.dominance import budget_never_bound
+
+    wl = _workload(60)
+    roomy = dataclasses.replace(BASE, max_num_batched_tokens=100_000, num_gpu_blocks=2_000)
+    tight = dataclasses.replace(roomy, num_gpu_blocks=60)
+    for config, preempts in ((roomy, False), (tight, True)):
+        fcfs = run_steps(config, wl)
+        prio = run_steps(dataclasses.replace(config, policy="priority"), wl)
+        assert (fcfs.total_preemptions > 0) is preempts
+        assert (prio.total_preemptions > 0) is preempts
+        assert budget_never_bound(fcfs)
+        assert budget_never_bound(prio) is not preempts
