@@ -7,6 +7,7 @@ only dispatches and turns bad input into one line on stderr with exit code 2, ne
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from sim import cli_cost, cli_sched
@@ -38,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     except SimInputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 1
 
 
 if __name__ == "__main__":

@@ -119,3 +119,23 @@ def test_simulate_prints_metrics(tmp_path):
 def test_simulate_bad_input_exits_2(args, needle):
     proc = _sim("simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", *args)
     _assert_one_line_error(proc, needle)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """`python -m sim replay big.json | head` must not print a traceback."""
+    from bench.bench_scheduler import trace_scenario
+
+    scenario = tmp_path / "big.json"
+    scenario.write_text(json.dumps(trace_scenario(n=300)), encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim", "replay", str(scenario)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout.read(100)  # the first bytes arrive, then the reader leaves
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err
+    assert proc.returncode == 1

@@ -353,8 +353,8 @@ def test_metrics_of_a_real_timed_run():
 
 def test_timed_metrics_agree_with_the_engine_clock():
     from sim.config import SchedulerConfig
+    from sim.generators import from_spec
     from sim.timed import run_with_timer
-    from sim.workload import from_spec
 
     workload = from_spec(
         "poisson:rate=50,n=200,prompt=lognormal:300:0.8,output=uniform:5:120,seed=1",
@@ -378,8 +378,8 @@ def test_timed_metrics_agree_with_the_engine_clock():
 
 def test_summary_of_a_run_priced_by_the_cost_model():
     from sim.config import SchedulerConfig
+    from sim.generators import from_spec
     from sim.timed import deployment, run_timed
-    from sim.workload import from_spec
 
     workload = from_spec(
         "poisson:rate=20,n=40,prompt=lognormal:512:0.8,output=uniform:8:64,seed=0",

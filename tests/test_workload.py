@@ -1,4 +1,4 @@
-"""Workload generators, the spec grammar and the CSV trace import (sim/workload.py)."""
+"""Workload generators, the spec grammar (sim/generators.py) and CSV traces (sim/trace.py)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,18 @@ import numpy as np
 import pytest
 
 from sim.errors import SimInputError
-from sim.workload import (
+from sim.generators import (
     SPEC_HELP,
-    Workload,
     arrivals,
     burst_workload,
     constant_workload,
     from_spec,
     lengths,
-    load_workload,
     parse_spec,
     poisson_workload,
-    read_trace_csv,
-    write_trace_csv,
 )
+from sim.trace import read_trace_csv, write_trace_csv
+from sim.workload import Workload, load_workload
 
 SPEC = "poisson:rate=8,n=1000,prompt=lognormal:1024:0.8,output=uniform:16:512,seed=0"
 FIELDS = ("prompt_tokens", "output_tokens", "arrival_s", "priority", "tenant", "prefix_id")
