@@ -61,7 +61,7 @@ def _read_json(path: str) -> dict:
 def _replay(args: argparse.Namespace) -> int:
     from sim.replay import replay_run, to_schema
 
-    run = replay_run(_read_json(args.scenario))
+    run = replay_run(_read_json(args.scenario), detail=not args.summary)
     if args.summary:
         out = {
             "num_steps": int(run.num_steps),
@@ -70,7 +70,7 @@ def _replay(args: argparse.Namespace) -> int:
         }
         json.dump(out, sys.stdout)
     else:
-        json.dump(to_schema(run), sys.stdout, separators=(",", ":"))
+        sys.stdout.write(json.dumps(to_schema(run), separators=(",", ":")))  # C encoder
     sys.stdout.write("\n")
     return 0
 

@@ -111,8 +111,8 @@ def _int(value, what: str) -> int:
     return int(value)
 
 
-def replay_run(scenario: dict) -> Run:
-    """The Run (with per-step detail) of a scenario."""
+def replay_run(scenario: dict, *, detail: bool = True) -> Run:
+    """The Run of a scenario; `detail=False` skips the per-step lists (`to_schema` needs them)."""
     if not isinstance(scenario, dict):
         raise SimInputError("a scenario must be a JSON object with 'settings' and 'requests'")
     settings = scenario.get("settings")
@@ -120,7 +120,7 @@ def replay_run(scenario: dict) -> Run:
     workload = workload_from_requests(scenario.get("requests"))
     max_steps = settings.get("max_steps")
     engine = Engine(
-        config, workload, record_detail=True, max_steps=max_steps, stop_at_max_steps=True
+        config, workload, record_detail=detail, max_steps=max_steps, stop_at_max_steps=True
     )
     return engine.run()
 
