@@ -2,10 +2,14 @@
 
 Every page script is registered here explicitly (no auto-discovery of pages/). XP is drawn before
 `pg.run()`, which is safe because all grading happens in on_click callbacks, before this runs.
+The libraries every lesson needs are imported here, so a server process loads them (about 0.3 s)
+when its first session opens, not when a learner opens the first lesson.
 """
 
 import streamlit as st
 
+import sim.cost  # noqa: F401  (NumPy and pandas)
+import ui.charts  # noqa: F401  (Plotly)
 from lessons.course import SITE_TEXT, lessons
 from lessons.text import section
 from ui.state import progress
