@@ -111,12 +111,16 @@ class QuietRunMixin:
             self.num_output[R] += m
             self.num_tokens[R] += m
             self.blocks[R] = cdiv(comp0 + m, self.bs)
-            if self.pool is not None:
-                for r, c0 in zip(R.tolist(), comp0.tolist(), strict=True):
-                    nb = int(cdiv(c0 + m, self.bs) - cdiv(c0, self.bs))
-                    if nb:
-                        self.pool.allocate(r, nb)
-                    self.pool.cache(r, (c0 + m) // self.bs)
+            if self.pool is not None:  # only requests that get or fill a block
+                nb = cdiv(comp0 + m, self.bs) - cdiv(comp0, self.bs)
+                full = (comp0 + m) // self.bs
+                touch = np.flatnonzero((nb > 0) | (full > comp0 // self.bs))
+                for r, b, f in zip(
+                    R[touch].tolist(), nb[touch].tolist(), full[touch].tolist(), strict=True
+                ):
+                    if b:
+                        self.pool.allocate(r, b)
+                    self.pool.cache(r, f)
             self.free -= int(cum[-1])
             ft = self.first_token[R]
             self.first_token[R] = np.where(ft == 0, k0, ft)

@@ -408,16 +408,20 @@ class Engine(WindowMixin, QuietRunMixin):
         return np.array(out, dtype=np.int64), budget, pool.num_free
 
     def _pool_alloc(self, idx, c, need) -> None:
-        """Mirror running-loop allocations in the prefix-cache pool (request by request)."""
+        """Mirror running-loop allocations in the prefix-cache pool (request by request).
+
+        Only requests that get blocks or fill a block are visited: a request has hashed exactly
+        its computed // block_size full blocks, so a step that fills none changes nothing."""
         pool = self.pool
         comp = self.computed[idx]
-        for r, cr, nr, cp in zip(
-            idx.tolist(), c.tolist(), need.tolist(), comp.tolist(), strict=True
+        full = (comp + c) // self.bs
+        touch = np.flatnonzero((c > 0) & ((need > 0) | (full > comp // self.bs)))
+        for r, nr, nf in zip(
+            idx[touch].tolist(), need[touch].tolist(), full[touch].tolist(), strict=True
         ):
-            if cr > 0:
-                if nr:
-                    pool.allocate(r, nr)
-                pool.cache(r, (cp + cr) // self.bs)
+            if nr:
+                pool.allocate(r, nr)
+            pool.cache(r, nf)
 
     def _general_step(self) -> None:
         """One full step: schedule, update, sample, stop, free. Appends one record."""
