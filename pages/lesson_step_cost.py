@@ -5,10 +5,10 @@ import streamlit as st
 from lessons.course import SITE_TEXT, lesson
 from lessons.step_cost import figures
 from lessons.text import section
-from sim.hardware import get_gpu, gpu_keys
+from sim.hardware import gpu_keys
 from sim.models import model_keys
 from ui.charts import show
-from ui.controls import choice, integer, steps
+from ui.controls import choice, integer, steps, weights
 from ui.quiz import render_lesson_practice
 
 LESSON = lesson("step_cost")
@@ -31,8 +31,7 @@ def lab() -> None:
     with cols[1]:
         model = choice("Model", model_keys(), key="model", default=d.model)
     with cols[2]:
-        dtypes = ["bf16", "fp8"] if get_gpu(gpu).fp8_tflops else ["bf16"]
-        dtype = choice("Weights", dtypes, key="dtype", default=d.dtype, format_func=str.upper)
+        dtype = weights(gpu, default=d.dtype)
     with cols[3]:
         tp = choice("GPUs (tensor parallel)", [1, 2, 4, 8], key="tp", default=d.tp)
     cols = st.columns(3)
@@ -72,9 +71,9 @@ def lab() -> None:
     st.markdown(section(TEXT, "anim", n))
     show(result["anim"], alt=result["alt"]["anim"], key="anim")
     st.markdown(section(TEXT, "seed", n))
+    st.markdown(section(TEXT, "takeaway", n))
 
 
 lab()
-st.markdown(section(TEXT, "takeaway"))
 st.markdown(section(TEXT, "quiz"))
 render_lesson_practice(LESSON)

@@ -8,10 +8,10 @@ from lessons.step_cost.figures import calculator
 from lessons.text import section
 from sim.cost import parse_token_list
 from sim.errors import SimInputError
-from sim.hardware import get_gpu, gpu_keys
+from sim.hardware import gpu_keys
 from sim.models import model_keys
 from ui.charts import show
-from ui.controls import choice, integer
+from ui.controls import choice, integer, weights
 
 st.markdown(section(SITE_TEXT, "playground-title"))
 st.markdown(section(SITE_TEXT, "playground-intro"))
@@ -22,8 +22,7 @@ with cols[0]:
 with cols[1]:
     model = choice("Model", model_keys(), key="model", default="Llama-3.1-8B")
 with cols[2]:
-    dtypes = ["bf16", "fp8"] if get_gpu(gpu).fp8_tflops else ["bf16"]
-    dtype = choice("Weights", dtypes, key="dtype", default="bf16", format_func=str.upper)
+    dtype = weights(gpu)
 with cols[3]:
     tp = choice("GPUs (tensor parallel)", [1, 2, 4, 8], key="tp", default=1)
 cols = st.columns(3)

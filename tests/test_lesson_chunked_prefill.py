@@ -33,9 +33,9 @@ def _lanes(at) -> dict:
     return found[0]
 
 
-def _counters(chart: dict) -> tuple[float, float]:
-    """The live counters at the last frame: (whole prompt lane, chunked lane), in ms."""
-    last = [t for t in chart["frames"][-1]["data"][0]["text"] if t]
+def _counters(chart: dict, frame: int = -1) -> tuple[float, float]:
+    """The live counters at a frame (the last by default): (whole prompt lane, chunked lane)."""
+    last = [t for t in chart["frames"][frame]["data"][0]["text"] if t]
     values = [float(re.search(r"([\d,]+\.\d) ms", t).group(1).replace(",", "")) for t in last]
     return values[0], values[1]
 
@@ -72,6 +72,10 @@ def test_opens_clean_on_the_seed_numbers(opening):
     whole, chunked = _counters(lanes)
     assert whole > 2 * chunked > 0
     assert _metric(at, "Longest wait, whole prompt") == pytest.approx(whole, abs=1)
+    # Before the prompt arrives both lanes stream: the counters start at one decode step.
+    decode = figures.compute(figures.Params())["decode_floor_ms"]
+    for start in _counters(lanes, 0):
+        assert start == pytest.approx(decode, rel=0.05)
     table = at.table[0].value
     assert "Time to first token of the long prompt" in table.index
     assert list(table.columns) == ["Whole prompt at once", "Chunked, budget 2,048"]

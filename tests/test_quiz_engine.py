@@ -86,3 +86,45 @@ def test_course_has_enough_questions():
     counts = {lesson.id: len(lesson.bank().questions) for lesson in lessons()}
     assert all(n >= 6 for n in counts.values()), counts
     assert sum(counts.values()) >= 30, counts
+
+
+def test_choices_are_shown_shuffled_and_stable():
+    """The right answer's place tells nothing: over every bank no position holds more than 40%
+    of the right answers, and each question keeps its order from one session to the next."""
+    from collections import Counter
+
+    from lessons.course import lessons
+
+    places = Counter()
+    questions = [q for lesson in lessons() for q in lesson.bank().questions]
+    for q in questions:
+        assert sorted(q.shown_choices) == sorted(q.choices)
+        assert q.shown_choices == q.shown_choices  # a fixed seed, not the clock
+        places[q.shown_choices.index(q.correct_choice)] += 1
+    assert max(places.values()) <= 0.4 * len(questions), places
+    moved = sum(q.shown_choices != q.choices for q in questions)
+    assert moved >= len(questions) // 2
+
+
+def test_the_page_shows_the_shuffled_order():
+    from lessons.course import lesson
+    from tests.apptest_util import quiz_key, run_page
+
+    at = run_page("pages/lesson_step_loop.py")
+    for q in lesson("step_loop").bank().questions:
+        assert list(at.radio(key=quiz_key("step_loop", q.id)).options) == list(q.shown_choices)
+
+
+def test_the_longest_choice_is_not_a_tell():
+    """Picking the longest answer must not beat chance: the right answer is the strictly longest
+    choice in at most a quarter of the questions, and no choice is twice as long as another."""
+    from lessons.course import lessons
+
+    questions = [q for lesson in lessons() for q in lesson.bank().questions]
+    longest = 0
+    for q in questions:
+        lengths = [len(c) for c in q.choices]
+        others = [n for i, n in enumerate(lengths) if i != q.answer]
+        longest += lengths[q.answer] > max(others)
+        assert max(lengths) < 2 * min(lengths), q.id
+    assert longest <= len(questions) // 4, longest

@@ -15,7 +15,8 @@ from lessons.course import SITE_TEXT
 from lessons.text import section
 
 
-def _check_link(key: str, ok: Callable[[str], bool], expected: str, default) -> None:
+def check_link(key: str, ok: Callable[[str], bool], expected: str, default) -> None:
+    """Warn (once per run) when the URL sets `key` to a value `ok` rejects."""
     value = st.query_params.get(key)
     if value is not None and not ok(value):
         st.warning(
@@ -28,10 +29,24 @@ def _check_link(key: str, ok: Callable[[str], bool], expected: str, default) -> 
         )
 
 
+def check_whole_number(key: str, lo: int, hi: int, default: int, step: int = 1) -> None:
+    """Warn when the URL sets `key` to anything but a whole number lo..hi on the step grid."""
+
+    def ok(v: str) -> bool:
+        try:
+            n = int(v)
+        except ValueError:
+            return False
+        return lo <= n <= hi and (n - lo) % step == 0
+
+    check_link(key, ok, f"a whole number from {lo:,} to {hi:,}", default)
+
+
 def choice(label: str, options: Sequence, *, key: str, default, help: str | None = None, **kw):
-    """A selectbox bound to the URL."""
-    names = [str(o) for o in options]
-    _check_link(key, lambda v: v in names, "one of " + ", ".join(names), default)
+    """A selectbox bound to the URL. The URL carries the label as shown (`format_func`)."""
+    fmt = kw.get("format_func", str)
+    names = [fmt(o) for o in options]
+    check_link(key, lambda v: v in names, "one of " + ", ".join(names), fmt(default))
     return st.selectbox(
         label,
         options,
@@ -43,11 +58,32 @@ def choice(label: str, options: Sequence, *, key: str, default, help: str | None
     )
 
 
+def weights(gpu: str, *, key: str = "dtype", default: str = "bf16") -> str:
+    """The weights' number format, bound to the URL: "bf16" or "fp8".
+
+    The options stay the same on every GPU, so the widget and the URL never disagree; FP8 on a
+    GPU without FP8 support (from a link, or left over from another GPU) falls back to BF16 with
+    a note.
+    """
+    from sim.hardware import get_gpu
+
+    has_fp8 = bool(get_gpu(gpu).fp8_tflops)
+    fell_back = not has_fp8 and st.session_state.get(key) == "fp8"
+    if fell_back:
+        st.session_state[key] = "bf16"  # before the widget exists: allowed, and the URL follows
+    dtype = choice("Weights", ["bf16", "fp8"], key=key, default=default, format_func=str.upper)
+    if dtype == "fp8" and not has_fp8:
+        fell_back, dtype = True, "bf16"
+    if fell_back:
+        st.caption(section(SITE_TEXT, "no-fp8", {"gpu": gpu}))
+    return dtype
+
+
 def steps(label: str, options: Sequence[int], *, key: str, default: int, help: str | None = None):
     """A slider over a fixed list of values (e.g. powers of two), bound to the URL."""
     names = [str(o) for o in options]
     expected = f"one of {names[0]}, {names[1]}, ..., {names[-1]}"
-    _check_link(key, lambda v: v in names, expected, default)
+    check_link(key, lambda v: v in names, expected, default)
     return st.select_slider(
         label, options=list(options), value=default, key=key, help=help, bind="query-params"
     )
@@ -58,14 +94,7 @@ def integer(
 ) -> int:
     """An integer slider bound to the URL."""
 
-    def ok(v: str) -> bool:
-        try:
-            n = int(v)
-        except ValueError:
-            return False
-        return lo <= n <= hi and (n - lo) % step == 0
-
-    _check_link(key, ok, f"a whole number from {lo:,} to {hi:,}", default)
+    check_whole_number(key, lo, hi, default, step)
     return st.slider(label, lo, hi, default, step=step, key=key, help=help, bind="query-params")
 
 

@@ -62,7 +62,7 @@ def render_quiz(lesson: Lesson) -> None:
             st.markdown(f"**{number}.** {q.prompt}")
             st.radio(
                 f"Answer to question {number}",
-                q.choices,
+                q.shown_choices,
                 index=None,
                 key=radio_key,
                 label_visibility="collapsed",

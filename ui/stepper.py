@@ -11,6 +11,7 @@ import streamlit as st
 
 from lessons.course import SITE_TEXT
 from lessons.text import section
+from ui.controls import check_whole_number
 
 
 def _move(key: str, delta: int, last: int) -> None:
@@ -21,8 +22,9 @@ def stepper(num_steps: int, *, key: str = "step", label: str = "Step") -> int:
     """Controls for steps 1..num_steps; returns the chosen step."""
     last = max(int(num_steps), 1)
     if last == 1:
-        st.caption(f"{label} 1 of 1")
+        st.caption(section(SITE_TEXT, "stepper-single", {"label": label}))
         return 1
+    check_whole_number(key, 1, last, 1)
     if key in st.session_state and not 1 <= int(st.session_state[key]) <= last:
         st.session_state[key] = min(max(int(st.session_state[key]), 1), last)
     left, mid, right = st.columns([1, 6, 1], vertical_alignment="bottom")

@@ -289,9 +289,10 @@ def lane_stats(sim: dict, lane: Lane) -> dict:
     kind = np.zeros(run.num_steps, dtype=np.int64)
     kind[fs - 1 : ft] = 1 if lane.name == "chunked" else 2
     in_win = np.flatnonzero((end > w0) & (start < w1))
-    # Only the tokens of the window's steps (and the step before, for the first gaps) matter.
+    # Only the tokens of the window's steps matter, and of the two steps before it: their gap
+    # is the wait users already have when the window opens (the live counter starts there).
     tok_step = run.token_step - 1
-    lo = np.searchsorted(tok_step, max(int(in_win[0]) - 1, 0), side="left")
+    lo = np.searchsorted(tok_step, max(int(in_win[0]) - 2, 0), side="left")
     hi = np.searchsorted(tok_step, int(in_win[-1]), side="right")
     win_req = run.token_req[lo:hi]
     tok_t = token_times(lane)[lo:hi]
@@ -728,7 +729,10 @@ def lanes_figure(p: Params, sim: dict, n: dict) -> tuple[dict, dict]:
     static = len(data)
 
     frame_t = np.linspace(w0, w1, FRAMES)
-    live = {name: live_worst_gap(sim["lanes"][name].stats, frame_t, w0) * 1e3 for name in LANES}
+    # Counted from two decode steps before the window, so the first frame already shows the
+    # steady wait of users who are streaming (one decode step), not a fraction of it.
+    since = w0 - 2 * sim["decode_floor_ms"] / 1e3
+    live = {name: live_worst_gap(sim["lanes"][name].stats, frame_t, since) * 1e3 for name in LANES}
 
     titles = [_rows(li)["title"] for li in range(len(LANES))]
     top = -0.6

@@ -1,13 +1,15 @@
 """Question banks: one TOML file per lesson, loaded and checked into frozen dataclasses.
 
 A bank file has `lesson = "id"` and `[[question]]` tables with id, prompt, choices, answer (the
-index of the correct choice, 0-based), explanation and optionally xp (default 10). Loading fails
-loudly on a malformed bank (duplicate ids, an answer out of range), so a typo is caught by the
-tests rather than by a learner.
+index of the correct choice, 0-based), explanation and optionally xp (default 10). Learners see
+the choices shuffled (`Question.shown_choices`); answers are graded by text, not position.
+Loading fails loudly on a malformed bank (duplicate ids, an answer out of range), so a typo is
+caught by the tests rather than by a learner.
 """
 
 from __future__ import annotations
 
+import random
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -30,6 +32,15 @@ class Question:
     @property
     def correct_choice(self) -> str:
         return self.choices[self.answer]
+
+    @property
+    def shown_choices(self) -> tuple[str, ...]:
+        """The choices in the order a learner sees them: shuffled with the question's id as the
+        seed, so the right answer's place in the list gives nothing away (a bank tends to list
+        it first or second) and stays put from one rerun or session to the next."""
+        order = list(self.choices)
+        random.Random(f"choices:{self.id}").shuffle(order)
+        return tuple(order)
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,15 @@ def numbers(p: Params, c: dict) -> dict:
         **mixed_batch(np.array([1, REF_TOKENS]), 0, 0),
         assumptions="seed",
     )
+    calibrated = step_costs(
+        Deployment(gpu="H100-SXM", model="Llama-3.1-8B"),
+        **mixed_batch(np.array([REF_TOKENS]), 0, 0),
+    )
+    # A step well below the ridge (a power of two at most half of it): the text quotes its price.
+    small_tokens = int(2 ** np.clip(np.floor(np.log2(c["ridge_tokens"] / 2)), 3, 8))
+    cal_weight_ms = weight_read_ms(Deployment(gpu="H100-SXM", model="Llama-3.1-8B"))
+    small = step_costs(c["deployment"], **mixed_batch(np.array([1, small_tokens]), 0, 0))
+    one_ms, small_ms = (float(v) for v in small.step_ms)
     ref_ms = float(c["ref"]["step_ms"][0])
     return {
         "gpu_name": get_gpu(p.gpu).name,
@@ -127,6 +136,15 @@ def numbers(p: Params, c: dict) -> dict:
         "max_tokens": MAX_TOKENS,
         "seed_weight_ms": float(seed.step_ms[0]),
         "seed_2048_ms": float(seed.step_ms[1]),
+        "cal_weight_ms": cal_weight_ms,
+        "cal_2048_ms": float(calibrated.step_ms[0]),
+        "cal_ratio": float(calibrated.step_ms[0]) / cal_weight_ms,
+        "seed_ratio": float(seed.step_ms[1]) / float(seed.step_ms[0]),
+        "one_ms": one_ms,
+        "small_tokens": small_tokens,
+        "small_ms": small_ms,
+        "small_pct": (small_ms / one_ms - 1) * 100,
+        "small_per_token_ms": (small_ms - one_ms) / (small_tokens - 1),
     }
 
 
@@ -236,7 +254,10 @@ def animation_figure(p: Params, c: dict) -> dict:
     xs = c["anim_xs"]
     anim = c["anim"]
     y_all = c["prompt"]["step_ms"]
-    x_max = float(anim["step_ms"].max()) * 1.05
+    # The bar shows each part's share of the step, so a 7 ms step reads as well as a 400 ms one.
+    share = {
+        name: 100 * np.asarray(anim[name]) / np.asarray(anim["step_ms"]) for name, _, _ in PARTS
+    }
 
     def frame_data(i: int) -> list[dict]:
         marker = {
@@ -255,7 +276,9 @@ def animation_figure(p: Params, c: dict) -> dict:
                 "orientation": "h",
                 "name": label,
                 "y": ["this step"],
-                "x": [float(anim[name][i])],
+                "x": [round(float(share[name][i]), 2)],
+                "customdata": [round(float(anim[name][i]), 2)],
+                "hovertemplate": "%{x:.0f}% (%{customdata:.1f} ms)<extra>" + label + "</extra>",
                 "marker": {"color": color(role)},
                 "xaxis": "x2",
                 "yaxis": "y2",
@@ -280,7 +303,8 @@ def animation_figure(p: Params, c: dict) -> dict:
 
     def title(i: int) -> dict:
         bound = "memory-bound" if bool(anim["memory_bound"][i]) else "compute-bound"
-        text = f"A step of {int(xs[i]):,} tokens: {anim['step_ms'][i]:.1f} ms, {bound}"
+        n = int(xs[i])
+        text = f"A step of {n:,} token{'s' if n > 1 else ''}: {anim['step_ms'][i]:.1f} ms, {bound}"
         return {"title": {"text": text}}
 
     frames = [
@@ -302,7 +326,7 @@ def animation_figure(p: Params, c: dict) -> dict:
                 "dtick": 1,
                 "range": [np.log10(float(y_all.min()) * 0.7), np.log10(float(y_all.max()) * 1.5)],
             },
-            "xaxis2": {"domain": [0.65, 1], "range": [0, x_max], "anchor": "y2"},
+            "xaxis2": {"domain": [0.65, 1], "range": [0, 100], "anchor": "y2"},
             "yaxis2": {"anchor": "x2", "showticklabels": False},
             "barmode": "stack",
             "height": 460,
@@ -311,7 +335,7 @@ def animation_figure(p: Params, c: dict) -> dict:
     }
     layout = figure["layout"]
     _axes_titles(layout, "tokens in the step (log scale)", "step time (ms, log scale)")
-    _axes_titles(layout, "time of this step by part (ms)", "", "xaxis2", "yaxis2")
+    _axes_titles(layout, "share of this step's time by part (%)", "", "xaxis2", "yaxis2")
     labels = [f"{int(x):,}" for x in xs]
     return animate(figure, frames, labels, prefix="tokens in the step: ")
 
@@ -339,7 +363,7 @@ def build(p: Params) -> dict:
             ),
             "anim": (
                 "Animation: a dot moves along the step-time curve as the step grows from 1 to "
-                f"{MAX_TOKENS:,} tokens, with a bar of the step's parts beside it."
+                f"{MAX_TOKENS:,} tokens, with a bar of each part's share of the step beside it."
             ),
         },
     }

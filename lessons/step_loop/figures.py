@@ -347,7 +347,7 @@ def _frame_title(r: Replay, k: int) -> str:
     line = " · ".join(events) or "decode tokens only"
     return (
         f"Step {k + 1} of {r.run.num_steps}: {used:,} of {p.budget:,} tokens, "
-        f"{r.step_ms[k]:.1f} ms on {p.gpu} (cost model), {r.clock_ms[k]:,.0f} ms since step 1"
+        f"{r.step_ms[k]:.1f} ms on {p.gpu} (cost model); the clock reads {r.clock_ms[k]:,.0f} ms"
         f"<br>{line}"
     )
 

@@ -444,7 +444,7 @@ def anim_figure(p: Params, c: dict) -> dict:
         traces.append({"x": bar_x, "y": [float(c["parts"][name][j]) for name, _, _ in PARTS]})
         title = (
             f"{k:,} sequence{'s' if k > 1 else ''}: a step takes {step[j]:.1f} ms; "
-            f"{c['total'][j]:,.0f} tokens/s in all, {c['per_user'][j]:.1f} for each user"
+            f"{c['total'][j]:,.0f} tokens/s in all, {c['per_user'][j]:,.0f} for each user"
         )
         return traces, title
 

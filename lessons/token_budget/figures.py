@@ -357,33 +357,20 @@ def defaults_figure(selected: str) -> dict:
                 "max_num_seqs %{customdata[1]:,}<extra></extra>"
             ),
         },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "memory CUDA reports (GiB, right axis)",
-            "x": [r["key"] for r in rows],
-            "y": [r["memory_gib"] for r in rows],
-            "yaxis": "y2",
-            "line": {"color": color("neutral"), "dash": "dot"},
-            "hovertemplate": "%{x}: %{y:.1f} GiB<extra></extra>",
-        },
     ]
     top = max(r["budget"] for r in rows) * 1.2
     layout = {
         "title": {"text": "vLLM's default token budget for vllm serve, GPU by GPU"},
         "height": 400,
-        "xaxis": {"title": {"text": "GPU (ordered by memory)"}},
-        "yaxis": {"title": {"text": "default budget (tokens per step)"}, "range": [0, top]},
-        "yaxis2": {
-            "title": {"text": "GPU memory (GiB)"},
-            "overlaying": "y",
-            "side": "right",
-            "range": [0, max(r["memory_gib"] for r in rows) * 1.2],
-            "dtick": 40,
-            "showgrid": False,
+        # Each GPU's memory (as CUDA reports it, the figure vLLM's rule reads) under its name.
+        "xaxis": {
+            "title": {"text": "GPU and the memory CUDA reports (GiB), ordered by memory"},
+            "tickmode": "array",
+            "tickvals": [r["key"] for r in rows],
+            "ticktext": [f"{r['key']}<br>{r['memory_gib']:.0f} GiB" for r in rows],
         },
-        "legend": {"orientation": "h", "y": -0.3},
-        "showlegend": True,
+        "yaxis": {"title": {"text": "default budget (tokens per step)"}, "range": [0, top]},
+        "showlegend": False,
     }
     return {"data": data, "layout": layout}
 
