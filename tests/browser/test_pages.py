@@ -96,3 +96,24 @@ def test_quiz_answer_updates_sidebar_xp(page: Page, app_url: str, shots):
     sidebar_xp = page.locator("[data-testid=stSidebar] [data-testid=stMetricValue]").first
     expect(sidebar_xp).to_have_text("10", timeout=15_000)
     page.screenshot(path=str(shots / "practice_answered.png"), full_page=False)
+
+
+def test_saved_progress_loads_back_after_a_reload(page: Page, app_url: str, shots, tmp_path):
+    """A reload starts at 0 XP; loading the saved file on the Progress page brings the XP back,
+    sidebar included."""
+    from lessons.quiz.progress import Progress
+    from lessons.quiz.saved import dump
+
+    bank = lessons()[0].bank()
+    prog = Progress()
+    for q in bank.questions[:2]:
+        prog.answer_question(bank, q.id, q.correct_choice)
+    saved = tmp_path / "stepwise-progress.json"
+    saved.write_bytes(dump(prog))
+    open_page(page, app_url + "/progress")
+    sidebar_xp = page.locator("[data-testid=stSidebar] [data-testid=stMetricValue]").first
+    expect(sidebar_xp).to_have_text("0")
+    page.locator("[data-testid=stFileUploader] input[type=file]").set_input_files(str(saved))
+    expect(page.get_by_text("Progress loaded: 20 XP added").first).to_be_visible(timeout=15_000)
+    expect(sidebar_xp).to_have_text("20", timeout=15_000)
+    full_screenshot(page, str(shots / "progress_loaded.png"))
