@@ -83,7 +83,7 @@ def _defaults(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `step-time` and `defaults` to the `python -m sim` parser."""
     st = subparsers.add_parser(
         "step-time",

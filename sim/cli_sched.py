@@ -16,7 +16,7 @@ import sys
 from sim.errors import SimInputError
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `replay` and `simulate` sub-commands."""
     p = subparsers.add_parser("replay", help="replay a reference scenario step by step")
     p.add_argument("scenario", help="scenario JSON file (../oracle/README.md schema)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sim.errors import SimInputError
 from sim.hardware import DATA_DIR, GPU, get_gpu, peak_tflops
@@ -59,7 +60,7 @@ class GemmFactors:
     tile_tokens: int  # GEMM rows are padded to this tile (to a power of two below it)
 
 
-def pad_tokens(m, tile: int) -> np.ndarray:
+def pad_tokens(m: ArrayLike, tile: int) -> np.ndarray:
     """GEMM rows as the kernel computes them: next power of two up to `tile`, then tile steps."""
     m = np.asarray(m, dtype=np.float64)
     small = np.exp2(np.ceil(np.log2(np.maximum(m, 1.0))))
@@ -89,7 +90,9 @@ def _smooth_table(p: float) -> np.ndarray:
     return table
 
 
-def gemm_ms(m, n: int, k: int, *, bw_bps: float, flops: float, f: GemmFactors, w_bytes: int = 2):
+def gemm_ms(
+    m: ArrayLike, n: int, k: int, *, bw_bps: float, flops: float, f: GemmFactors, w_bytes: int = 2
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(time_ms, mem_ms, compute_ms) of an (m x k) @ (k x n) GEMM, vectorized over m.
 
     mem_ms reads the weights once plus 16-bit activations in and out; compute_ms is 2mnk at
@@ -210,7 +213,9 @@ def _validate(query_tokens, num_seqs, kv_read_tokens, attn_pairs):
     return q, s, kv, pairs
 
 
-def default_attn_pairs(query_tokens, num_seqs, kv_read_tokens) -> np.ndarray:
+def default_attn_pairs(
+    query_tokens: ArrayLike, num_seqs: ArrayLike, kv_read_tokens: ArrayLike
+) -> np.ndarray:
     """Query-key pairs when the caller gives none: num_seqs equal sequences per step.
 
     Each has c = query_tokens/num_seqs new tokens after ctx = kv_read_tokens/num_seqs cached
@@ -236,10 +241,10 @@ def _comm_ms(dep: Deployment, q: np.ndarray) -> np.ndarray:
 def step_costs(
     dep: Deployment,
     *,
-    query_tokens,
-    num_seqs,
-    kv_read_tokens,
-    attn_pairs=None,
+    query_tokens: ArrayLike,
+    num_seqs: ArrayLike,
+    kv_read_tokens: ArrayLike,
+    attn_pairs: ArrayLike | None = None,
     assumptions: str = "calibrated",
 ) -> StepCosts:
     """Time of each step (ms) and its parts, vectorized: one array entry per step.
@@ -285,7 +290,12 @@ def step_costs(
 
 
 def step_ms(
-    dep: Deployment, query_tokens, num_seqs, kv_read_tokens, attn_pairs, consts=None
+    dep: Deployment,
+    query_tokens: ArrayLike,
+    num_seqs: ArrayLike,
+    kv_read_tokens: ArrayLike,
+    attn_pairs: ArrayLike,
+    consts: tuple | None = None,
 ) -> np.ndarray:
     """`step_costs(...).step_ms` (calibrated), the same numbers, computing only what the total
     needs: a timed run prices thousands of small windows (sim.timed). Integer arrays from the
@@ -533,7 +543,9 @@ def ridge_tokens(dep: Deployment, assumptions: str = "calibrated") -> float:
     return float(hi)
 
 
-def mixed_batch(tokens, decode_seqs: int = 0, context_tokens: int = 0) -> dict[str, np.ndarray]:
+def mixed_batch(
+    tokens: ArrayLike, decode_seqs: int = 0, context_tokens: int = 0
+) -> dict[str, np.ndarray]:
     """The inputs of `step_costs` for steps of one prompt chunk plus running decodes.
 
     Each value N of `tokens` is one step: a chunk of N new prompt tokens (one sequence with no

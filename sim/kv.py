@@ -13,11 +13,13 @@ returns. Block identity (shared with the reference scheduler): block j of reques
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def cdiv(a, b):
+def cdiv(a: ArrayLike, b: ArrayLike) -> Any:
     """Ceiling division for ints and integer arrays."""
     return -(-a // b)
 

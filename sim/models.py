@@ -11,6 +11,7 @@ from functools import cache
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sim.errors import SimInputError
 from sim.hardware import DATA_DIR, get_gpu
@@ -171,7 +172,7 @@ def weight_bytes(model: Model, dtype: str = "bf16", tp: int = 1) -> float:
     return _params_per_gpu(model, check_tp(tp), model.num_experts, True) * dtype_bytes(dtype)
 
 
-def expected_experts(model: Model, tokens) -> np.ndarray:
+def expected_experts(model: Model, tokens: ArrayLike) -> np.ndarray:
     """Expected distinct experts `tokens` tokens touch with uniform top-k routing.
 
     E * (1 - (1 - k/E)**T); 1 for a dense model. Vectorized over `tokens`.

@@ -11,7 +11,7 @@ name, without touching the scheduler.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -107,7 +107,7 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
 
 
 def make_policy(
-    name: str, *, priority: np.ndarray, arrival_time: np.ndarray, request_ids
+    name: str, *, priority: np.ndarray, arrival_time: np.ndarray, request_ids: Sequence[str]
 ) -> Policy:
     """The policy registered as `name`, keyed on one run's requests."""
     return POLICY_REGISTRY[name](

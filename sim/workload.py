@@ -9,9 +9,11 @@ generators and their spec grammar (sim/generators.py) and CSV traces (sim/trace.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sim.errors import SimInputError
 
@@ -43,16 +45,16 @@ class Workload:
     @classmethod
     def build(
         cls,
-        prompt_tokens,
-        output_tokens,
+        prompt_tokens: ArrayLike,
+        output_tokens: ArrayLike,
         *,
-        arrival_s=None,
-        arrival_step=None,
-        priority=None,
-        tenant=None,
-        prefix_id=None,
-        prefix_tokens=None,
-        request_ids=None,
+        arrival_s: ArrayLike | None = None,
+        arrival_step: ArrayLike | None = None,
+        priority: ArrayLike | None = None,
+        tenant: ArrayLike | None = None,
+        prefix_id: ArrayLike | None = None,
+        prefix_tokens: ArrayLike | None = None,
+        request_ids: Sequence[str] | None = None,
     ) -> Workload:
         """Validate and fill defaults (priority 0, tenant 0, no prefix, ids "0".."n-1")."""
         prompt = np.asarray(prompt_tokens, dtype=np.int64).reshape(-1)

@@ -8,6 +8,7 @@ these wrappers check the value first and say what was ignored.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -15,7 +16,7 @@ from lessons.course import SITE_TEXT
 from lessons.text import section
 
 
-def check_link(key: str, ok: Callable[[str], bool], expected: str, default) -> None:
+def check_link(key: str, ok: Callable[[str], bool], expected: str, default: object) -> None:
     """Warn (once per run) when the URL sets `key` to a value `ok` rejects."""
     value = st.query_params.get(key)
     if value is not None and not ok(value):
@@ -42,7 +43,9 @@ def check_whole_number(key: str, lo: int, hi: int, default: int, step: int = 1) 
     check_link(key, ok, f"a whole number from {lo:,} to {hi:,}", default)
 
 
-def choice(label: str, options: Sequence, *, key: str, default, help: str | None = None, **kw):
+def choice(
+    label: str, options: Sequence, *, key: str, default: object, help: str | None = None, **kw: Any
+) -> Any:
     """A selectbox bound to the URL. The URL carries the label as shown (`format_func`)."""
     fmt = kw.get("format_func", str)
     names = [fmt(o) for o in options]
@@ -79,7 +82,9 @@ def weights(gpu: str, *, key: str = "dtype", default: str = "bf16") -> str:
     return dtype
 
 
-def steps(label: str, options: Sequence[int], *, key: str, default: int, help: str | None = None):
+def steps(
+    label: str, options: Sequence[int], *, key: str, default: int, help: str | None = None
+) -> int:
     """A slider over a fixed list of values (e.g. powers of two), bound to the URL."""
     names = [str(o) for o in options]
     expected = f"one of {names[0]}, {names[1]}, ..., {names[-1]}"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from lessons.anim import animate
 from lessons.theme import color
@@ -230,7 +231,13 @@ def simulate(p: Params) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def step_work(dep: Deployment, query_tokens, num_seqs, kv_read_tokens, attn_pairs):
+def step_work(
+    dep: Deployment,
+    query_tokens: ArrayLike,
+    num_seqs: ArrayLike,
+    kv_read_tokens: ArrayLike,
+    attn_pairs: ArrayLike,
+) -> tuple[np.ndarray, np.ndarray]:
     """FLOPs and DRAM bytes of each step on one GPU, from the model's shapes (sim.models).
 
     FLOPs: 2 per weight per token through the linear layers (MoE: the active experts), the LM

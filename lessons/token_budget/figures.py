@@ -250,7 +250,9 @@ def timeline_figure(s: Scenario) -> dict:
     )
 
 
-def spec_arithmetic(budget: int, decodes: int, prompt: int, ks=SPEC_KS) -> dict[str, np.ndarray]:
+def spec_arithmetic(
+    budget: int, decodes: int, prompt: int, ks: tuple[int, ...] = SPEC_KS
+) -> dict[str, np.ndarray]:
     """The budget rule with k draft tokens: each running request asks 1 + k tokens per step.
 
     Arithmetic, not a replay: the scheduler engine has no speculative decoding yet. With k = 0 it
