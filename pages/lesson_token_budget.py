@@ -41,13 +41,7 @@ def speculative(p: figures.Params, needed: int) -> None:
         default=2,
     )
     part = figures.spec_part(p, k, needed)
-    nums = part["numbers"]
-    if nums["k"] == 0:
-        st.markdown(section(TEXT, "spec-numbers-k0", nums))
-    elif nums["spec_steps"] == nums["plain_steps"]:
-        st.markdown(section(TEXT, "spec-numbers-same-steps", nums))
-    else:
-        st.markdown(section(TEXT, "spec-numbers", nums))
+    st.markdown(section(TEXT, part["text_section"], part["numbers"]))
     show(part["figure"], alt=part["alt"], key="tb-spec")
     st.caption(section(TEXT, "spec-note"))
 

@@ -28,7 +28,8 @@ def _load(values: dict[str, int]) -> None:
         )
         return
     prog = progress()
-    gained = merge(prog, loaded, values)
+    course = [(lesson.bank(), lesson.exercises()) for lesson in lessons()]
+    gained = merge(prog, loaded, values, course)
     name = "progress-loaded-dropped" if dropped else "progress-loaded"
     text = section(SITE_TEXT, name, {"gained": gained, "xp": prog.xp, "dropped": dropped})
     st.session_state[MESSAGE_KEY] = ("ok", text)

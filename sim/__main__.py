@@ -39,11 +39,22 @@ def main(argv: list[str] | None = None) -> int:
     except SimInputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
-    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly
+
+
+def run_cli() -> int:
+    """`main()` as a process: a reader that went away (`... | head`) ends it quietly, exit 1."""
+    try:
+        try:
+            code = main()
+        except SystemExit as exc:  # argparse after --help or a usage error
+            code = exc.code if isinstance(exc.code, int) else 1
+        sys.stdout.flush()  # a small output still sits in the buffer: fail here, not at exit
+        return code
+    except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the exit flush cannot fail again
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit cannot fail again
         return 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_cli())

@@ -127,10 +127,12 @@ def replay_run(scenario: dict, *, detail: bool = True) -> Run:
 
 def to_schema(run: Run) -> dict:
     """{"steps": [...], "per_request": {...}} in the recordings' schema."""
+    if run.detail is None:
+        raise SimInputError("to_schema needs a run recorded with per-step detail")
     ids = np.array(run.workload.request_ids, dtype=object)
     usable = run.kv_blocks_usable
     steps = []
-    for d in run.detail or ():
+    for d in run.detail:
         sched_ids = ids[d.scheduled_req].tolist()
         tokens = d.scheduled_tokens.tolist()
         steps.append(

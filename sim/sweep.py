@@ -116,13 +116,12 @@ def _shared(jobs: list[tuple], configs: list[SchedulerConfig], keep_runs: bool) 
         if source is not None:
             row, run, _ = out[source]
             row = dict(row, scheduler_seconds=0.0)
-            run = dataclasses.replace(run, config=config) if run is not None else None
+            if run is not None:
+                run = dataclasses.replace(run, config=config, scheduler_seconds=0.0)
             out[i] = (row, run, source)
             continue
         row, run = _one(*jobs[i])
-        s = slack(run)
-        if s.budget_free or s.seqs_free:
-            group.append((i, s))
+        group.append((i, slack(run)))  # answers for itself (equal limits) and maybe more
         out[i] = (row, run if keep_runs else None, i)
     return out
 

@@ -139,3 +139,33 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     proc.wait(timeout=60)
     assert "Traceback" not in err
     assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("args", [["defaults", "--gpu", "H100-SXM"], ["defaults", "--help"]])
+def test_a_reader_gone_before_a_small_output_ends_quietly(args):
+    """Small outputs sit in stdout's buffer until exit: the flush must not print a traceback
+    either (PYTHONUNBUFFERED would hide this, so it is removed)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader is gone before any output
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert err == ""
+    assert proc.returncode == 1
+
+
+def test_the_schema_needs_a_run_with_detail():
+    from sim.errors import SimInputError
+    from sim.replay import replay_run, to_schema
+
+    scenario = json.loads((DATA / "fig82.json").read_text())
+    with pytest.raises(SimInputError, match="per-step detail"):
+        to_schema(replay_run(scenario, detail=False))

@@ -55,6 +55,13 @@ def test_opens_clean_with_the_cost_models_numbers(opening):
     assert not at.warning and not at.exception
 
 
+def test_the_calibrated_h100_is_faster_than_the_round_numbers():
+    """The text says the measured H100 beats the back-of-the-envelope's 500 TFLOP/s."""
+    n = figures.numbers(figures.Params(), figures.compute(figures.Params()))
+    assert n["cal_2048_ms"] < n["seed_2048_ms"]
+    assert n["cal_weight_ms"] < n["seed_weight_ms"]
+
+
 def test_the_text_admits_the_floor_bends_before_the_ridge(opening):
     """The lesson quotes a step well below the ridge and its real price, from the model."""
     n = figures.numbers(figures.Params(), figures.compute(figures.Params()))

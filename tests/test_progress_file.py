@@ -69,6 +69,11 @@ def test_loading_merges_and_keeps_what_the_session_earned():
             "history is damaged",
         ),
         (b" " * 2_000_000, "far smaller"),
+        (b"[" * 200_000, "not JSON"),  # nested too deep for the parser: no RecursionError
+        (
+            b'{"format": "stepwise-progress", "version": 1, "awarded": [], "tries": {"a": []}}',
+            "history is damaged",
+        ),
     ],
 )
 def test_a_bad_file_is_refused_with_one_line(data, words):
@@ -100,3 +105,27 @@ def test_the_page_refuses_a_bad_file_and_keeps_the_progress():
     assert any("could not be loaded" in e.value for e in at.error)
     assert at.session_state["progress"].xp == 20
     assert not at.exception
+
+
+def test_a_lesson_finished_across_two_sessions_earns_its_bonuses_on_loading():
+    """Questions in one session, exercises in another: loading one into the other completes the
+    lesson, so the perfect-quiz and lesson bonuses are awarded then, not at some later click."""
+    from lessons.quiz.progress import XP_LESSON_DONE, XP_PERFECT_QUIZ
+
+    lsn = lesson("step_loop")
+    bank, exercises = lsn.bank(), lsn.exercises()
+    quiz = Progress()
+    for q in bank.questions:
+        quiz.answer_question(bank, q.id, q.correct_choice)
+    assert f"perfect:{bank.lesson}" in quiz.awarded
+    practice = Progress()
+    for spec in exercises:
+        drawn = spec.draw(1)
+        practice.answer_exercise(bank.lesson, spec, drawn, drawn.answer)
+    loaded, _ = load(dump(quiz), VALUES)
+    course = [(x.bank(), x.exercises()) for x in lessons()]
+    merge(practice, loaded, VALUES, course)
+    assert f"lesson:{bank.lesson}" in practice.awarded
+    questions_xp = sum(q.xp for q in bank.questions)
+    exercises_xp = sum(e.xp for e in exercises)
+    assert practice.xp == questions_xp + exercises_xp + XP_PERFECT_QUIZ + XP_LESSON_DONE

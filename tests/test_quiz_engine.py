@@ -128,3 +128,12 @@ def test_the_longest_choice_is_not_a_tell():
         longest += lengths[q.answer] > max(others)
         assert max(lengths) < 2 * min(lengths), q.id
     assert longest <= len(questions) // 4, longest
+
+
+def test_the_shuffled_order_is_pinned_across_processes():
+    """The order comes from a string seed, not from hash() (which changes per process): one
+    question's order, written down once, must stay the same."""
+    from lessons.course import lesson
+
+    q = lesson("step_loop").bank().question("order")
+    assert [q.choices.index(c) for c in q.shown_choices] == [3, 0, 1, 2]

@@ -121,6 +121,8 @@ def _random_case(seed: int) -> tuple[SchedulerConfig, Workload]:
         enable_prefix_caching=prefix,
         policy=str(rng.choice(["fcfs", "priority"])),
         long_prefill_token_threshold=int(rng.choice([0, 0, 8, 40, 200])),
+        watermark=float(rng.choice([0.0, 0.0, 0.05, 0.2])),
+        scheduler_reserve_full_isl=bool(rng.random() < 0.8),
     )
     return base, wl
 
@@ -191,3 +193,36 @@ def test_the_priority_guard_applies_only_to_runs_with_preemptions():
         assert (prio.total_preemptions > 0) is preempts
         assert budget_never_bound(fcfs)
         assert budget_never_bound(prio) is not preempts
+
+
+def test_timed_sweeps_share_runs_exactly():
+    """Timed runs (cost model clock): shared rows equal separate runs, times included."""
+    from sim.cost import Deployment
+    from sim.timed import run_timed
+
+    dep = Deployment("L4", "Llama-3.1-8B")
+    rng = np.random.default_rng(11)
+    n = 40
+    arrivals = np.cumsum(rng.exponential(0.05, n))
+    wl = Workload.build(rng.integers(16, 900, n), rng.integers(1, 40, n), arrival_s=arrivals)
+    base = SchedulerConfig(
+        max_num_batched_tokens=512, max_num_seqs=8, max_model_len=2048, num_gpu_blocks=400
+    )
+    configs = [
+        dataclasses.replace(base, max_num_batched_tokens=b, max_num_seqs=s)
+        for b in (512, 2048, 8192, 32768)
+        for s in (8, 64)
+    ]
+    frame = sweep(configs, wl, deployment=dep, keep_runs=True, metrics=False)
+    assert (frame["run_of"] != frame.index).sum() >= 2
+    for config, kept in zip(configs, frame.attrs["runs"], strict=True):
+        alone = run_timed(config, wl, dep)
+        np.testing.assert_array_equal(kept.step_ms, alone.step_ms)
+        np.testing.assert_array_equal(kept.finish_s, alone.finish_s)
+        np.testing.assert_array_equal(kept.num_scheduled_tokens, alone.num_scheduled_tokens)
+
+
+def test_identical_configurations_run_once():
+    frame = sweep([BASE, BASE, BASE], _workload(20))
+    assert list(frame["run_of"]) == [0, 0, 0]
+    assert list(frame["scheduler_seconds"].iloc[1:]) == [0.0, 0.0]

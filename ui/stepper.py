@@ -24,7 +24,8 @@ def stepper(num_steps: int, *, key: str = "step", label: str = "Step") -> int:
     if last == 1:
         st.caption(section(SITE_TEXT, "stepper-single", {"label": label}))
         return 1
-    check_whole_number(key, 1, last, 1)
+    if key not in st.session_state:  # the link's value; later, a shorter run just clamps it
+        check_whole_number(key, 1, last, 1)
     if key in st.session_state and not 1 <= int(st.session_state[key]) <= last:
         st.session_state[key] = min(max(int(st.session_state[key]), 1), last)
     left, mid, right = st.columns([1, 6, 1], vertical_alignment="bottom")

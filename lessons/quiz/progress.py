@@ -83,7 +83,7 @@ class Progress:
 
     def _maybe_perfect(self, bank: Bank) -> int:
         keys = [self.question_key(bank.lesson, q.id) for q in bank.questions]
-        if all(self.tries.get(k, [False])[0] for k in keys):
+        if all((self.tries.get(k) or [False])[0] for k in keys):
             return self._award(f"perfect:{bank.lesson}", XP_PERFECT_QUIZ)
         return 0
 
@@ -99,6 +99,10 @@ class Progress:
             "perfect": f"perfect:{bank.lesson}" in self.awarded,
             "finished": f"lesson:{bank.lesson}" in self.awarded,
         }
+
+    def recheck_bonuses(self, bank: Bank, exercises: tuple[ExerciseSpec, ...] = ()) -> int:
+        """Award the perfect-quiz and lesson bonuses if earned (after loading saved progress)."""
+        return self._maybe_perfect(bank) + self.maybe_finish_lesson(bank, exercises)
 
     def maybe_finish_lesson(self, bank: Bank, exercises: tuple[ExerciseSpec, ...] = ()) -> int:
         """Award the lesson bonus once every question and exercise is done."""

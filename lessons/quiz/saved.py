@@ -56,7 +56,7 @@ def load(data: bytes, values: dict[str, int]) -> tuple[Progress, int]:
         raise ProgressFileError(f"the file is {len(data):,} bytes; a progress file is far smaller")
     try:
         body = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ProgressFileError("the file is not a Stepwise progress file (not JSON)") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise ProgressFileError("the file is not a Stepwise progress file")
@@ -68,7 +68,7 @@ def load(data: bytes, values: dict[str, int]) -> tuple[Progress, int]:
     if not isinstance(awarded, list) or not all(isinstance(a, str) for a in awarded):
         raise ProgressFileError("the file's list of awards is damaged")
     if not isinstance(tries, dict) or not all(
-        isinstance(v, list) and all(isinstance(b, bool) for b in v) for v in tries.values()
+        isinstance(v, list) and v and all(isinstance(b, bool) for b in v) for v in tries.values()
     ):
         raise ProgressFileError("the file's answer history is damaged")
     known = {a for a in awarded if a in values}
@@ -80,11 +80,22 @@ def load(data: bytes, values: dict[str, int]) -> tuple[Progress, int]:
     return progress, len(set(awarded) - known)
 
 
-def merge(into: Progress, loaded: Progress, values: dict[str, int]) -> int:
-    """Add the loaded awards to a session's progress; returns the XP gained."""
+def merge(
+    into: Progress,
+    loaded: Progress,
+    values: dict[str, int],
+    course: Iterable[tuple[Bank, tuple[ExerciseSpec, ...]]] = (),
+) -> int:
+    """Add the loaded awards to a session's progress; returns the XP gained.
+
+    With `course`, the perfect-quiz and lesson bonuses are checked again, since the two halves
+    of a lesson may have been done in different sessions.
+    """
     before = into.xp
     into.awarded |= loaded.awarded
     for key, record in loaded.tries.items():
         into.tries.setdefault(key, list(record))
     into.xp = sum(values.get(a, 0) for a in into.awarded)
+    for bank, exercises in course:
+        into.recheck_bonuses(bank, exercises)
     return into.xp - before

@@ -98,18 +98,12 @@ def numbers(p: Params, c: dict) -> dict:
     """The values the lesson text quotes, all taken from `c`."""
     # The seed's back-of-envelope: an 8B model on a 3 TB/s, 500 TFLOP/s GPU (H100-SXM's numbers
     # scaled by sim.cost's seed assumptions), whatever the learner has selected.
-    seed = step_costs(
-        Deployment(gpu="H100-SXM", model="Llama-3.1-8B"),
-        **mixed_batch(np.array([1, REF_TOKENS]), 0, 0),
-        assumptions="seed",
-    )
-    calibrated = step_costs(
-        Deployment(gpu="H100-SXM", model="Llama-3.1-8B"),
-        **mixed_batch(np.array([REF_TOKENS]), 0, 0),
-    )
+    h100_8b = Deployment(gpu="H100-SXM", model="Llama-3.1-8B")
+    seed = step_costs(h100_8b, **mixed_batch(np.array([1, REF_TOKENS]), 0, 0), assumptions="seed")
+    calibrated = step_costs(h100_8b, **mixed_batch(np.array([REF_TOKENS]), 0, 0))
     # A step well below the ridge (a power of two at most half of it): the text quotes its price.
     small_tokens = int(2 ** np.clip(np.floor(np.log2(c["ridge_tokens"] / 2)), 3, 8))
-    cal_weight_ms = weight_read_ms(Deployment(gpu="H100-SXM", model="Llama-3.1-8B"))
+    cal_weight_ms = weight_read_ms(h100_8b)
     small = step_costs(c["deployment"], **mixed_batch(np.array([1, small_tokens]), 0, 0))
     one_ms, small_ms = (float(v) for v in small.step_ms)
     ref_ms = float(c["ref"]["step_ms"][0])

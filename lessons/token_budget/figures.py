@@ -387,6 +387,12 @@ def spec_part(p: Params, k: int, needed: int | None = None) -> dict:
     a = spec_arithmetic(p.budget, p.running, needed)
     return {
         "figure": spec_figure(p.budget, p.running, needed, k),
+        # Which text section states the numbers: k = 0, the same step count, or more steps.
+        "text_section": "spec-numbers-k0"
+        if k == 0
+        else "spec-numbers-same-steps"
+        if int(a["steps"][k]) == int(a["steps"][0])
+        else "spec-numbers",
         "numbers": {
             "k": k,
             "spec_decode": int(a["decode"][k]),
