@@ -119,7 +119,7 @@ def lab() -> None:
         m = st.columns(4)
         m[0].metric("Prompt tokens per step", f"{n['chunk']:,}")
         m[1].metric("Steps to read it in", f"{n['steps']:,}")
-        m[2].metric("Longest step (users wait)", f"{n['worst_ms']:.0f} ms")
+        m[2].metric("Longest step (users wait)", f"{n['worst_ms']:,.0f} ms")
         m[3].metric("Its first token after", f"{n['ttft_s']:.2f} s")
         st.caption(section(TEXT, "numbers-caption"))
         if n["steps"] == 1:

@@ -29,7 +29,8 @@ st.markdown(section(TEXT, "loop"))
 st.markdown(section(TEXT, "limits"))
 
 
-@st.fragment
+# Not a fragment of its own: as a fragment nested in lab()'s, a step clamped to a shorter run
+# dropped out of the URL (seen with Streamlit 1.67), so a shared link reopened at step 1.
 def by_hand(p: figures.Params) -> None:
     result = build(p)
     replay = result["replay"]

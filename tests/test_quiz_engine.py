@@ -137,3 +137,14 @@ def test_the_shuffled_order_is_pinned_across_processes():
 
     q = lesson("step_loop").bank().question("order")
     assert [q.choices.index(c) for c in q.shown_choices] == [3, 0, 1, 2]
+
+
+def test_the_answer_rounded_as_the_box_shows_it_is_accepted():
+    """The answer box takes two decimals: 0.10 must pass for 0.1033 ms even where 3% is tighter."""
+    drawn = Drawn(prompt="p", answer=0.1033, unit="ms", solution="s", rtol=0.03)
+    assert drawn.is_correct(0.10)
+    assert drawn.is_correct(0.105)
+    assert not drawn.is_correct(0.09)
+    assert not drawn.is_correct(0.11)
+    big = Drawn(prompt="p", answer=3968.0, unit="tokens", solution="s", rtol=0.0)
+    assert big.is_correct(3968.0) and not big.is_correct(3967.0)

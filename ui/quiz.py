@@ -12,7 +12,7 @@ import random
 import streamlit as st
 
 from lessons.course import SITE_TEXT, Lesson
-from lessons.quiz.exercise import ExerciseSpec
+from lessons.quiz.exercise import ANSWER_DECIMALS, ExerciseSpec
 from lessons.quiz.progress import Feedback, Progress
 from lessons.text import section
 from ui.state import progress
@@ -100,7 +100,12 @@ def render_exercise(lesson: Lesson, spec: ExerciseSpec) -> None:
     with st.container(border=True):
         st.markdown(f"**Exercise: {spec.title}**")
         st.markdown(drawn.prompt)
-        st.number_input(f"Your answer ({drawn.unit})", value=None, key=value_key, format="%.2f")
+        st.number_input(
+            f"Your answer ({drawn.unit})",
+            value=None,
+            key=value_key,
+            format=f"%.{ANSWER_DECIMALS}f",
+        )
         left, right = st.columns(2)
         left.button(
             "Check",

@@ -194,20 +194,30 @@ def _range(values: np.ndarray, pad: float = 1.6) -> list[float]:
     return [float(np.log10(v.min() / pad)), float(np.log10(v.max() * pad))]
 
 
-def _vline(x: int, label: str, role: str, dash: str, ranges: list[list[float]]) -> list[dict]:
-    """A vertical line at budget `x` through both panels, labelled at the top of the upper one."""
+def _vline(
+    x: int,
+    label: str,
+    role: str,
+    dash: str,
+    ranges: list[list[float]],
+    *,
+    left: bool,
+    height: float = 1.0,
+) -> list[dict]:
+    """A vertical line at budget `x` through both panels, labelled in the upper one: to the left
+    or right of the line, at `height` (0 = bottom, 1 = top of the upper panel)."""
     out = []
     for axis, (lo, hi) in zip(("y", "y2"), ranges, strict=True):
+        at = lo + height * (hi - lo)
         out.append(
             {
                 "type": "scatter",
                 "mode": "lines+text" if axis == "y" else "lines",
-                "x": [x, x],
-                "y": [10**lo, 10**hi],
+                "x": [x, x, x],
+                "y": [10**lo, 10**at, 10**hi],
                 "yaxis": axis,
-                "text": ["", label] if axis == "y" else None,
-                # Labels in the right part of the axis go to the left of their line.
-                "textposition": "bottom left" if x > 8_192 else "bottom right",
+                "text": ["", label, ""] if axis == "y" else None,
+                "textposition": "bottom left" if left else "bottom right",
                 "textfont": {"color": color(role)},
                 "line": {"color": color(role), "width": 2, "dash": dash},
                 "hoverinfo": "skip",
@@ -279,11 +289,16 @@ def trade_figure(p: Params, c: dict, n: dict) -> dict:
             "hovertemplate": "budget %{x:,}: %{y:.3g}<extra>largest within the target</extra>",
         }
         data += [star, {**star, "y": [n["pick_ttft_s"]], "yaxis": "y2", "showlegend": False}]
+    # Labels near the right edge go left of their line, and the default's points away from the
+    # learner's budget and sits lower, so the two stay apart however close the budgets are.
     if n["fits_prompt"]:
-        data += _vline(p.budget, f" your budget: {p.budget:,}", "primary", "solid", ranges)
-    if n["default_budget"] != p.budget:
-        label = f" vLLM default on {p.gpu}: {n['default_budget']:,}"
-        data += _vline(n["default_budget"], label, "neutral", "dot", ranges)
+        label = f" your budget: {p.budget:,} "
+        data += _vline(p.budget, label, "primary", "solid", ranges, left=p.budget > 8_192)
+    default = n["default_budget"]
+    if default != p.budget:
+        label = f" vLLM default on {p.gpu}: {default:,} "
+        left = default > 8_192 or default < p.budget
+        data += _vline(default, label, "neutral", "dot", ranges, left=left, height=0.75)
     layout = {
         "title": {
             "text": f"The budget's trade on {p.gpu}, {p.model}: {p.decodes:,} users streaming"
@@ -364,7 +379,7 @@ def _lane_frame(c: dict, i: int, window_ms: float, decodes: int) -> tuple[list[d
                 "size": 22,
                 "line": {"width": 2, "color": color("decode")},
             },
-            "hovertemplate": "%{x:.0f} ms<extra>tokens delivered</extra>",
+            "hovertemplate": "%{x:,.0f} ms<extra>tokens delivered</extra>",
         },
         {
             "type": "scatter",
@@ -373,7 +388,7 @@ def _lane_frame(c: dict, i: int, window_ms: float, decodes: int) -> tuple[list[d
             "x": first,
             "y": np.full(first.size, 0.5),
             "marker": {"symbol": "star", "size": 18, "color": color("highlight")},
-            "hovertemplate": "first token at %{x:.0f} ms<extra></extra>",
+            "hovertemplate": "first token at %{x:,.0f} ms<extra></extra>",
         },
     ]
     budget = int(c["grid"][i])
@@ -382,7 +397,7 @@ def _lane_frame(c: dict, i: int, window_ms: float, decodes: int) -> tuple[list[d
     count = int(b["n_steps"][i])
     title = (
         f"Budget {budget:,}: {count:,} step{'s' if count > 1 else ''}, users wait up to "
-        f"{worst:.0f} ms, first token at {ttft / 1e3:.2f} s"
+        f"{worst:,.0f} ms, first token at {ttft / 1e3:.2f} s"
     )
     return traces, title
 
@@ -466,7 +481,7 @@ def build(p: Params) -> dict:
         else f"no budget keeps the steps within {p.itl_target_ms} ms"
     )
     mine = (
-        f"At your budget of {p.budget:,} the longest step takes {n['worst_ms']:.0f} ms and the "
+        f"At your budget of {p.budget:,} the longest step takes {n['worst_ms']:,.0f} ms and the "
         f"first token comes after {n['ttft_s']:.2f} s."
         if n["fits_prompt"]
         else f"Your budget of {p.budget:,} leaves no room for the prompt."

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 XP_PER_EXERCISE = 10
+ANSWER_DECIMALS = 2  # the answer box shows and takes this many decimals
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,13 @@ class Drawn:
     params: dict = field(default_factory=dict)
 
     def is_correct(self, value: float | None) -> bool:
-        """Within the tolerance of the computed answer (relative or absolute, the larger)."""
+        """Within the tolerance of the computed answer: relative, absolute or half a unit of the
+        answer box's last decimal (ANSWER_DECIMALS), whichever is largest, so that the answer
+        rounded as the box shows it is always accepted."""
         if value is None or not math.isfinite(value):
             return False
-        return abs(value - self.answer) <= max(self.atol, self.rtol * abs(self.answer))
+        tol = max(self.atol, self.rtol * abs(self.answer), 0.5 * 10.0**-ANSWER_DECIMALS)
+        return abs(value - self.answer) <= tol * (1 + 1e-9)
 
 
 @dataclass(frozen=True)

@@ -117,3 +117,24 @@ def test_saved_progress_loads_back_after_a_reload(page: Page, app_url: str, shot
     expect(page.get_by_text("Progress loaded: 20 XP added").first).to_be_visible(timeout=15_000)
     expect(sidebar_xp).to_have_text("20", timeout=15_000)
     full_screenshot(page, str(shots / "progress_loaded.png"))
+
+
+def test_a_clamped_step_stays_in_the_link(page: Page, app_url: str):
+    """Open the last step, then make the run shorter: the step shown is clamped to the new last
+    step, and the address bar must say so, so that a copied link reopens the same picture."""
+    import re
+
+    open_page(page, app_url + "/step-loop?sl-step=58", charts=None)
+    slider = page.get_by_role("slider").first  # the KV pool: more blocks, fewer preemptions
+    slider.focus()
+    for _ in range(8):
+        slider.press("ArrowRight")
+        page.wait_for_timeout(300)
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=stApp]')"
+            "?.getAttribute('data-test-script-state') === 'notRunning'"
+        )
+    shown = re.search(r"Step (\d+) of (\d+)", page.locator(CHART).nth(1).text_content())
+    assert shown and shown.group(1) == shown.group(2)  # clamped to the last step
+    assert int(shown.group(2)) < 58
+    expect(page).to_have_url(re.compile(rf"sl-step={shown.group(1)}\b"))
