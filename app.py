@@ -11,6 +11,7 @@ import streamlit as st
 import sim.cost  # noqa: F401  (NumPy and pandas)
 import ui.charts  # noqa: F401  (Plotly)
 from lessons.course import SITE_TEXT, lessons
+from lessons.quiz.progress import Progress
 from lessons.text import section
 from ui.state import progress
 
@@ -43,7 +44,7 @@ pg = st.navigation(pages)
 
 with st.sidebar:
     prog = progress()
-    finished = sum(f"lesson:{lesson.id}" in prog.awarded for lesson in lessons())
+    finished = sum(Progress.lesson_key(lesson.id) in prog.awarded for lesson in lessons())
     st.metric("XP", prog.xp, help=section(SITE_TEXT, "sidebar-xp-help"))
     st.progress(finished / len(lessons()), text=f"Lessons finished: {finished} of {len(lessons())}")
 

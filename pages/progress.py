@@ -14,7 +14,7 @@ FILE_KEY = "progress-file"
 MESSAGE_KEY = "progress-file-message"
 
 
-def _load(values: dict[str, int]) -> None:
+def _load(course: list, values: dict[str, int]) -> None:
     """on_change of the uploader: merge the file into this session, once per upload."""
     upload = st.session_state.get(FILE_KEY)
     if upload is None:
@@ -28,7 +28,6 @@ def _load(values: dict[str, int]) -> None:
         )
         return
     prog = progress()
-    course = [(lesson.bank(), lesson.exercises()) for lesson in lessons()]
     gained = merge(prog, loaded, values, course)
     name = "progress-loaded-dropped" if dropped else "progress-loaded"
     text = section(SITE_TEXT, name, {"gained": gained, "xp": prog.xp, "dropped": dropped})
@@ -55,7 +54,8 @@ st.dataframe(pd.DataFrame(rows), hide_index=True)
 st.markdown(section(SITE_TEXT, "progress-rules", XP_RULES))
 
 st.markdown(section(SITE_TEXT, "progress-save"))
-values = award_values((lesson.bank(), lesson.exercises()) for lesson in lessons())
+course = [(lesson.bank(), lesson.exercises()) for lesson in lessons()]
+values = award_values(course)
 left, right = st.columns(2, vertical_alignment="bottom")
 left.download_button(
     "Save my progress",
@@ -65,7 +65,7 @@ left.download_button(
     icon=":material/download:",
 )
 right.file_uploader(
-    "Load saved progress", type=["json"], key=FILE_KEY, on_change=_load, args=(values,)
+    "Load saved progress", type=["json"], key=FILE_KEY, on_change=_load, args=(course, values)
 )
 message = st.session_state.pop(MESSAGE_KEY, None)
 if message:

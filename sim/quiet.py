@@ -107,20 +107,13 @@ class QuietRunMixin:
         used0 = self.usable - self.free
         # state after m decodes
         if nR:
+            if self.pool is not None:  # m tokens each, before num_computed_tokens moves on
+                need = cdiv(comp0 + m, self.bs) - cdiv(comp0, self.bs)
+                self._pool_alloc(R, np.full(nR, m, dtype=np.int64), need)
             self.computed[R] = comp0 + m
             self.num_output[R] += m
             self.num_tokens[R] += m
             self.blocks[R] = cdiv(comp0 + m, self.bs)
-            if self.pool is not None:  # only requests that get or fill a block
-                nb = cdiv(comp0 + m, self.bs) - cdiv(comp0, self.bs)
-                full = (comp0 + m) // self.bs
-                touch = np.flatnonzero((nb > 0) | (full > comp0 // self.bs))
-                for r, b, f in zip(
-                    R[touch].tolist(), nb[touch].tolist(), full[touch].tolist(), strict=True
-                ):
-                    if b:
-                        self.pool.allocate(r, b)
-                    self.pool.cache(r, f)
             self.free -= int(cum[-1])
             ft = self.first_token[R]
             self.first_token[R] = np.where(ft == 0, k0, ft)

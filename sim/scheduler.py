@@ -408,7 +408,8 @@ class Engine(WindowMixin, QuietRunMixin):
         return np.array(out, dtype=np.int64), budget, pool.num_free
 
     def _pool_alloc(self, idx, c, need) -> None:
-        """Mirror running-loop allocations in the prefix-cache pool (request by request).
+        """Mirror allocations in the prefix-cache pool, request by request: `c` tokens and `need`
+        new blocks for each of `idx` (a step's running loop, or a quiet run's m decodes).
 
         Only requests that get blocks or fill a block are visited: a request has hashed exactly
         its computed // block_size full blocks, so a step that fills none changes nothing."""

@@ -16,7 +16,7 @@ from lessons.course import SITE_TEXT
 from lessons.text import section
 
 
-def check_link(key: str, ok: Callable[[str], bool], expected: str, default: object) -> None:
+def _check_link(key: str, ok: Callable[[str], bool], expected: str, default: object) -> None:
     """Warn (once per run) when the URL sets `key` to a value `ok` rejects."""
     value = st.query_params.get(key)
     if value is not None and not ok(value):
@@ -40,7 +40,7 @@ def check_whole_number(key: str, lo: int, hi: int, default: int, step: int = 1) 
             return False
         return lo <= n <= hi and (n - lo) % step == 0
 
-    check_link(key, ok, f"a whole number from {lo:,} to {hi:,}", default)
+    _check_link(key, ok, f"a whole number from {lo:,} to {hi:,}", default)
 
 
 def choice(
@@ -49,7 +49,7 @@ def choice(
     """A selectbox bound to the URL. The URL carries the label as shown (`format_func`)."""
     fmt = kw.get("format_func", str)
     names = [fmt(o) for o in options]
-    check_link(key, lambda v: v in names, "one of " + ", ".join(names), fmt(default))
+    _check_link(key, lambda v: v in names, "one of " + ", ".join(names), fmt(default))
     return st.selectbox(
         label,
         options,
@@ -88,7 +88,7 @@ def steps(
     """A slider over a fixed list of values (e.g. powers of two), bound to the URL."""
     names = [str(o) for o in options]
     expected = f"one of {names[0]}, {names[1]}, ..., {names[-1]}"
-    check_link(key, lambda v: v in names, expected, default)
+    _check_link(key, lambda v: v in names, expected, default)
     return st.select_slider(
         label, options=list(options), value=default, key=key, help=help, bind="query-params"
     )

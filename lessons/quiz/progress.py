@@ -56,6 +56,14 @@ class Progress:
     def exercise_key(lesson: str, exercise_id: str) -> str:
         return f"ex:{lesson}:{exercise_id}"
 
+    @staticmethod
+    def perfect_key(lesson: str) -> str:
+        return f"perfect:{lesson}"
+
+    @staticmethod
+    def lesson_key(lesson: str) -> str:
+        return f"lesson:{lesson}"
+
     def answer_question(self, bank: Bank, question_id: str, choice: str | None) -> Feedback:
         """Grade one answer, record it and award what it earns."""
         q = bank.question(question_id)
@@ -84,7 +92,7 @@ class Progress:
     def _maybe_perfect(self, bank: Bank) -> int:
         keys = [self.question_key(bank.lesson, q.id) for q in bank.questions]
         if all((self.tries.get(k) or [False])[0] for k in keys):
-            return self._award(f"perfect:{bank.lesson}", XP_PERFECT_QUIZ)
+            return self._award(self.perfect_key(bank.lesson), XP_PERFECT_QUIZ)
         return 0
 
     def lesson_status(self, bank: Bank, exercises: tuple[ExerciseSpec, ...] = ()) -> dict:
@@ -96,8 +104,8 @@ class Progress:
             "correct": right,
             "exercises": len(exercises),
             "solved": solved,
-            "perfect": f"perfect:{bank.lesson}" in self.awarded,
-            "finished": f"lesson:{bank.lesson}" in self.awarded,
+            "perfect": self.perfect_key(bank.lesson) in self.awarded,
+            "finished": self.lesson_key(bank.lesson) in self.awarded,
         }
 
     def recheck_bonuses(self, bank: Bank, exercises: tuple[ExerciseSpec, ...] = ()) -> int:
@@ -108,5 +116,5 @@ class Progress:
         """Award the lesson bonus once every question and exercise is done."""
         status = self.lesson_status(bank, exercises)
         if status["correct"] == status["questions"] and status["solved"] == status["exercises"]:
-            return self._award(f"lesson:{bank.lesson}", XP_LESSON_DONE)
+            return self._award(self.lesson_key(bank.lesson), XP_LESSON_DONE)
         return 0

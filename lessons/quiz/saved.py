@@ -33,8 +33,8 @@ def award_values(course: Iterable[tuple[Bank, tuple[ExerciseSpec, ...]]]) -> dic
             values[Progress.question_key(bank.lesson, q.id)] = q.xp
         for e in exercises:
             values[Progress.exercise_key(bank.lesson, e.id)] = e.xp
-        values[f"perfect:{bank.lesson}"] = XP_PERFECT_QUIZ
-        values[f"lesson:{bank.lesson}"] = XP_LESSON_DONE
+        values[Progress.perfect_key(bank.lesson)] = XP_PERFECT_QUIZ
+        values[Progress.lesson_key(bank.lesson)] = XP_LESSON_DONE
     return values
 
 
