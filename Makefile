@@ -32,6 +32,7 @@ format: $(VENV)/.dev
 	$(PY) -m ruff check --fix .
 
 test: $(VENV)/.dev browser lint
+	@bash scripts/ensure_postgres.sh
 	$(PY) -m pytest
 
 bench: $(VENV)/.dev

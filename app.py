@@ -6,21 +6,25 @@ The libraries every lesson needs are imported here, so a server process loads th
 when its first session opens, not when a learner opens the first lesson.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 import sim.cost  # noqa: F401  (NumPy and pandas)
 import ui.charts  # noqa: F401  (Plotly)
 from lessons.course import SITE_TEXT, lessons
-from lessons.quiz.progress import Progress
 from lessons.text import section
-from ui.state import progress
+from ui.state import keep_learner_cookie, refresh_progress, store_down
 
-st.set_page_config(page_title="Stepwise", page_icon=":material/footprint:", layout="wide")
+# The icon is a file of ours, served by the app: a Material icon here would be fetched from a
+# font server on the internet, which a classroom without a network cannot reach.
+ICON = Path(__file__).resolve().parent / "assets" / "stepwise-icon.png"
+st.set_page_config(page_title="Stepwise", page_icon=str(ICON), layout="wide")
 
 pages = {
     "Start": [st.Page("pages/start.py", title="Start", icon=":material/home:", default=True)],
     "Lessons": [
-        st.Page(lesson.page, title=lesson.title, icon=lesson.icon, url_path=lesson.url)
+        st.Page(lesson.page, title=lesson.short, icon=lesson.icon, url_path=lesson.url)
         for lesson in lessons()
     ],
     "Practice": [
@@ -43,9 +47,12 @@ pages = {
 pg = st.navigation(pages)
 
 with st.sidebar:
-    prog = progress()
-    finished = sum(Progress.lesson_key(lesson.id) in prog.awarded for lesson in lessons())
+    prog = refresh_progress()  # this learner's answers, read once per run (other tabs included)
     st.metric("XP", prog.xp, help=section(SITE_TEXT, "sidebar-xp-help"))
-    st.progress(finished / len(lessons()), text=f"Lessons finished: {finished} of {len(lessons())}")
+    total = len(lessons())
+    st.progress(prog.finished / total, text=f"Lessons finished: {prog.finished} of {total}")
+    if store_down():
+        st.warning(section(SITE_TEXT, "progress-store-down"), icon=":material/cloud_off:")
+    keep_learner_cookie()
 
 pg.run()

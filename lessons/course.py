@@ -20,6 +20,7 @@ class Lesson:
 
     id: str
     title: str
+    short: str  # where space is tight: the navigation and Practice's tabs
     summary: str
     page: str
     url: str

@@ -1,97 +1,74 @@
-"""Lesson page "The step loop": controls -> sim replay -> animation, stepper and the story."""
+"""Lesson page "The step loop": controls -> build -> Readout -> the animation, the stepper and the
+story of the chosen step (at_step -> StepReadout, told from step.md)."""
 
 import streamlit as st
 
-from lessons.course import SITE_TEXT, lesson
-from lessons.step_loop import figures
+from lessons.course import SITE_TEXT
+from lessons.kit import story
+from lessons.step_loop import figures, lesson
 from lessons.text import section
-from sim.hardware import gpu_keys
-from sim.models import model_keys
-from ui.charts import show
-from ui.controls import choice, integer, scheduler_limits
-from ui.quiz import render_lesson_practice
-from ui.stepper import stepper
+from ui.lesson_page import LessonPage
 
-LESSON = lesson("step_loop")
-TEXT = LESSON.text_path
+STEP = lesson.STEP_KEY
+page = LessonPage("step_loop", lesson.Params, lesson.PREFIX)
+# cache_resource, not cache_data: the Readout holds the replay's arrays (copying them on every
+# hit costs more than the rerun budget), and nothing downstream mutates it.
+readout = st.cache_resource(lesson.build, show_spinner=False, max_entries=64)
 
-
-# cache_resource, not cache_data: the replay holds a Run (copying it on every hit costs more
-# than the rerun budget), and nothing downstream mutates it.
-@st.cache_resource(max_entries=64, show_spinner=False)
-def build(p: figures.Params) -> dict:
-    return figures.build(p)
+page.say(None, "title", "intro", "loop", "limits", block_size=lesson.BLOCK_SIZE)
 
 
-st.markdown(section(TEXT, "title"))
-st.markdown(section(TEXT, "intro"))
-st.markdown(section(TEXT, "loop"))
-st.markdown(section(TEXT, "limits"))
+def _move(delta: int, last: int) -> None:
+    st.session_state[STEP] = min(max(st.session_state[STEP] + delta, 1), last)
 
 
-# Not a fragment of its own: as a fragment nested in lab()'s, a step clamped to a shorter run
-# dropped out of the URL (seen with Streamlit 1.67), so a shared link reopened at step 1.
-def by_hand(p: figures.Params) -> None:
-    result = build(p)
-    replay = result["replay"]
-    st.markdown(section(TEXT, "stepper"))
-    step = stepper(replay.run.num_steps, key="sl-step", label="Step")
-    show(figures.step_figure(replay, step), alt=result["alt"]["step"], key="loop-step")
-    st.markdown(figures.story(replay, step))
+def by_hand(last: int) -> int:
+    """Previous / Next (the ← and → keys) and a step slider. The step is kept in the link the
+    way the kit keeps a control (written from the value on screen, not bound: Reset clears it)."""
+    if STEP not in st.session_state:  # the link's step, read once
+        st.session_state[STEP], bad = lesson.step_from_link(st.query_params.get(STEP), last)
+        if bad:
+            st.warning(section(SITE_TEXT, "bad-link", bad), icon=":material/link_off:")
+    st.session_state[STEP] = min(st.session_state[STEP], last)  # a shorter run clamps it
+    left, mid, right = st.columns([3, 10, 3], vertical_alignment="bottom")
+    buttons = {"on_click": _move, "width": "stretch"}
+    left.button("◀ Previous", key=f"{STEP}-prev", args=(-1, last), shortcut="Left", **buttons)
+    right.button("Next ▶", key=f"{STEP}-next", args=(1, last), shortcut="Right", **buttons)
+    step = mid.slider("Step", 1, last, key=STEP, help=section(SITE_TEXT, "stepper-help"))
+    if step == 1:
+        st.query_params.pop(STEP, None)
+    else:
+        st.query_params[STEP] = str(step)
+    return step
 
 
 @st.fragment
 def lab() -> None:
-    d = figures.Params()
-    cols = st.columns(3)
-    with cols[0]:
-        gpu = choice("GPU", gpu_keys(), key="sl-gpu", default=d.gpu)
-    with cols[1]:
-        model = choice("Model", model_keys(), key="sl-model", default=d.model)
-    with cols[2]:
-        blocks = integer(
-            "KV cache pool (blocks of 16 tokens)",
-            figures.POOL_MIN,
-            figures.POOL_MAX,
-            key="sl-blocks",
-            default=d.blocks,
-            step=figures.POOL_STEP,
-        )
-    limits = scheduler_limits(gpu, key_prefix="sl-")
-    p = figures.Params(
-        gpu=gpu,
-        model=model,
-        budget=limits["max_num_batched_tokens"],
-        max_num_seqs=limits["max_num_seqs"],
-        blocks=blocks,
+    p = page.controls(
+        [
+            ["gpu", "model", "dtype", "tp"],
+            ["blocks", "vllm_defaults"],
+            ["max_num_batched_tokens", "max_num_seqs"],
+        ],
     )
-    if p.budget < p.max_num_seqs:
-        st.error(section(TEXT, "bad-limits", {"budget": p.budget, "seqs": p.max_num_seqs}))
-        return
-    result = build(p)
-    n = result["numbers"]
-    if not n["fits"]:
-        st.warning(section(SITE_TEXT, "weights-do-not-fit", n), icon=":material/memory:")
-    st.markdown(section(TEXT, "scenario", n))
-    if n["fits"]:
-        st.markdown(section(TEXT, "pool-note", n))
-    m = st.columns(4)
-    m[0].metric("Steps", f"{n['num_steps']}")
-    m[1].metric("Time for the whole run", f"{n['total_ms']:,.0f} ms")
-    m[2].metric("Longest step", f"{n['max_ms']:.1f} ms")
-    m[3].metric("Preemptions", f"{n['preemptions']}")
-    if not n["preemptions"]:
-        preempt = section(TEXT, "preempt-no")
-    else:
-        preempt = section(TEXT, "preempt-yes" if n["preemptions"] == 1 else "preempt-yes-many", n)
-    st.markdown(section(TEXT, "summary", {**n, "preempt_sentence": preempt}))
-    st.markdown(section(TEXT, "anim"))
-    show(result["anim"], alt=result["alt"]["anim"], key="loop-anim")
-    by_hand(p)
+    r = readout(p)
+    page.defaults_note(r)
+    page.warn(r, "bad-limits", icon=":material/block:")
+    page.warn(r, "no-fit", icon=":material/memory:")
+    page.say(r, "scenario", "pool-note")
+    page.metrics(r)
+    page.say(r, "summary", "anim")
+    animation = st.container()  # drawn once the stepper has said which step to open at
+    page.say(r, "stepper")
+    step = by_hand(r.num_steps)
+    with animation:
+        page.chart(figures.animation(r, step), r, "anim")
+    page.chart(figures.still(r, step), r, "still")
+    told = lesson.at_step(r, step)
+    for name in ("ev-lists", "ev-pick", "ev-pass", "ev-sample", "ev-kv"):
+        st.markdown(story.text(lesson.STEP_TEXT, name, told))
+    page.say(r, "preemption", "takeaway")
 
 
 lab()
-st.markdown(section(TEXT, "preemption"))
-st.markdown(section(TEXT, "takeaway"))
-st.markdown(section(TEXT, "quiz"))
-render_lesson_practice(LESSON)
+page.footer()

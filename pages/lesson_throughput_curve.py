@@ -1,100 +1,54 @@
-"""Lesson 5 page: controls -> lessons.throughput_curve.figures.build -> charts and text."""
+"""Lesson page "The sequence budget and the throughput curve": controls -> build -> Readout ->
+charts and text."""
 
 import streamlit as st
 
-from lessons.course import SITE_TEXT, lesson
-from lessons.text import section
+from lessons.kit import limits, story
 from lessons.throughput_curve import figures
-from sim.hardware import get_gpu, gpu_keys
-from sim.models import get_model, model_keys, weight_bytes
-from ui.charts import show
-from ui.controls import choice, integer, scheduler_limits, steps
-from ui.quiz import render_lesson_practice
+from lessons.throughput_curve.lesson import PREFIX, Params, build
+from ui.lesson_page import LessonPage
 
-LESSON = lesson("throughput_curve")
-TEXT = LESSON.text_path
-CONTEXTS = [16, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+page = LessonPage("throughput_curve", Params, PREFIX)
+# Shared objects (no copy per run): a Readout is only read from here on. The curves inside are
+# cached on GPU, model, weights, TP and context alone (lesson.decode_curves).
+readout = st.cache_resource(build, show_spinner=False, max_entries=256)
 
-
-# Cached as shared objects (no copy per run): the figure dicts are only read from here on.
-build = st.cache_resource(figures.build, show_spinner=False, max_entries=256)
-# The reads chart and the animation depend on GPU, model and context only (Params.view).
-build_static = st.cache_resource(figures.build_static, show_spinner=False, max_entries=64)
+page.say(None, "title", "intro")
 
 
-st.markdown(section(TEXT, "title"))
-st.markdown(section(TEXT, "intro"))
+def own_limits() -> None:
+    """Switching vLLM's defaults off starts the two sliders at those defaults."""
+    if not page.value("vllm_defaults"):
+        budget, seqs = limits.effective(page.value("gpu"), True, 0, 0)
+        page.set("max_num_batched_tokens", budget)
+        page.set("max_num_seqs", seqs)
 
 
 @st.fragment
 def lab() -> None:
-    d = figures.Params()
-    cols = st.columns(2)
-    with cols[0]:
-        gpu = choice("GPU", gpu_keys(), key="gpu", default=d.gpu)
-    with cols[1]:
-        model = choice("Model", model_keys(), key="model", default=d.model)
-    limits = scheduler_limits(gpu)
-    cols = st.columns(2)
-    with cols[0]:
-        context = steps(
-            "Context each sequence holds (tokens)", CONTEXTS, key="context", default=d.context
-        )
-    with cols[1]:
-        target = integer(
-            "Inter-token latency target (ms)", 5, 200, key="itl", default=d.itl_target_ms
-        )
-    p = figures.Params(
-        gpu=gpu,
-        model=model,
-        context=context,
-        itl_target_ms=target,
-        max_num_seqs=limits["max_num_seqs"],
-        budget=limits["max_num_batched_tokens"],
+    p = page.controls(
+        [
+            ["gpu", "model", "dtype", "tp"],
+            ["context", "itl_target_ms"],
+            ["vllm_defaults"],
+            ["max_num_batched_tokens", "max_num_seqs"],
+        ],
+        on_change={"vllm_defaults": own_limits},
     )
-    result = build(p)
-    n = result["numbers"]
-    if result["config_error"]:
-        st.warning(
-            section(TEXT, "config-error", {"error": result["config_error"]}),
-            icon=":material/block:",
-        )
-    if not n["fits"]:
-        memo = {
-            "weight_gb": weight_bytes(get_model(model)) / 1e9,
-            "memory_gib": get_gpu(gpu).memory_gib,
-        }
-        st.warning(section(SITE_TEXT, "weights-do-not-fit", memo), icon=":material/memory:")
-    m = st.columns(4)
-    m[0].metric("Knee (sequences)", f"{n['knee']:,}" if n["knee"] else "none")
-    m[1].metric(f"Largest within {target} ms", f"{n['pick']:,}" if n["pick"] else "none")
-    m[2].metric("Total at the knee (tok/s)", f"{n['knee_total']:,.0f}" if n["knee"] else "–")
-    m[3].metric("KV cache holds (sequences)", f"{n['kv_cap']:,}")
-    st.caption(section(TEXT, "numbers-caption", n))
-    show(result["curve"], alt=result["alt"]["curve"], key="curve")
-    rise = {None: "rise-no-knee", 1: "rise-early"}.get(n["knee"], "rise")
-    st.markdown(section(TEXT, rise, n))
-    if n["knee"]:
-        st.markdown(section(TEXT, "knee", n))
-    if n["pick"] is None:
-        st.markdown(section(TEXT, "pick-none", n))
-    else:
-        st.markdown(section(TEXT, "pick-kv" if n["pick_kv_bound"] else "pick", n))
-    st.markdown(section(TEXT, "bend", n))
-    static = build_static(p.view)
-    show(static["reads"], alt=static["alt"]["reads"], key="reads")
-    if n["fits"]:
-        st.markdown(section(TEXT, "memory" if n["kv_cap"] < figures.MAX_SEQS else "memory-all", n))
-    if n["reach"] == 0:
-        st.markdown(section(TEXT, "cap-none", n))
-    else:
-        st.markdown(section(TEXT, "cap-kv" if n["reach"] < n["cap"] else "cap", n))
-    st.markdown(section(TEXT, "anim", n))
-    show(static["anim"], alt=static["alt"]["anim"], key="anim")
-    st.markdown(section(TEXT, "lever"))
-    st.caption(section(TEXT, "method", n))
+    r = readout(p)
+    page.defaults_note(r)
+    page.warn(r, "config-error", icon=":material/block:")
+    page.warn(r, "no-fit", icon=":material/memory:")
+    page.metrics(r)
+    st.caption(story.text(page.text_path, "numbers-caption", r))
+    page.chart(figures.curve(r), r, "curve")
+    page.say(r, "rise", "knee", "pick", "bend")
+    page.chart(figures.reads(r), r, "reads")
+    page.say(r, "memory", "cap", "anim", "anim-open")
+    page.chart(figures.growing(r), r, "anim")
+    page.say(r, "lever")
+    st.caption(story.text(page.text_path, "method", r))
 
 
 lab()
-st.markdown(section(TEXT, "quiz"))
-render_lesson_practice(LESSON)
+page.footer()

@@ -1,112 +1,50 @@
-"""Lesson page "One token budget": controls -> scheduler replay -> budget-fill timeline."""
+"""Lesson page "One token budget": controls -> build -> Readout -> timeline, draft tokens, the
+defaults by GPU."""
 
 import streamlit as st
 
-from lessons.course import lesson
-from lessons.text import section
+from lessons.kit import story
 from lessons.token_budget import figures
-from sim.hardware import gpu_keys
-from sim.models import model_keys
-from ui.charts import show
-from ui.controls import choice, integer, scheduler_limits, steps
-from ui.quiz import render_lesson_practice
+from lessons.token_budget.lesson import PREFIX, Params, build, without
+from ui.lesson_page import LessonPage
 
-LESSON = lesson("token_budget")
-TEXT = LESSON.text_path
-
-
-# cache_resource, not cache_data: the result holds a Run (copying it on every hit costs more
+page = LessonPage("token_budget", Params, PREFIX)
+# cache_resource, not cache_data: the Readout holds a Run (copying it on every hit costs more
 # than the rerun budget), and nothing downstream mutates it.
-@st.cache_resource(max_entries=128, show_spinner=False)
-def build(p: figures.Params) -> dict:
-    return figures.build(p)
+readout = st.cache_resource(build, show_spinner=False, max_entries=128)
 
-
-defaults = st.cache_resource(figures.defaults_part, max_entries=16, show_spinner=False)
-
-
-st.markdown(section(TEXT, "title"))
-st.markdown(section(TEXT, "intro"))
-st.markdown(section(TEXT, "rule"))
-
-
-@st.fragment
-def speculative(p: figures.Params, needed: int) -> None:
-    st.markdown(section(TEXT, "spec"))
-    k = integer(
-        "Draft tokens per running request (k)",
-        0,
-        figures.SPEC_KS[-1],
-        key="tb-k",
-        default=2,
-    )
-    part = figures.spec_part(p, k, needed)
-    st.markdown(section(TEXT, part["text_section"], part["numbers"]))
-    show(part["figure"], alt=part["alt"], key="tb-spec")
-    st.caption(section(TEXT, "spec-note"))
-
-
-@st.fragment
-def gpu_defaults(gpu: str) -> None:
-    part = defaults(gpu)
-    tiers = "\n".join(section(TEXT, "defaults-tier", t) for t in part["tiers"])
-    st.markdown(section(TEXT, "defaults", {"tiers": tiers}))
-    show(part["figure"], alt=part["alt"], key="tb-gpu-defaults-chart")
+page.say(None, "title", "intro", "rule")
 
 
 @st.fragment
 def lab() -> None:
-    d = figures.Params()
-    st.markdown(section(TEXT, "lab"))
-    cols = st.columns(2)
-    with cols[0]:
-        gpu = choice("GPU", gpu_keys(), key="tb-gpu", default=d.gpu)
-    with cols[1]:
-        model = choice("Model", model_keys(), key="tb-model", default=d.model)
-    limits = scheduler_limits(gpu, key_prefix="tb-")
-    cols = st.columns(3)
-    with cols[0]:
-        decodes = integer(
-            "Running requests (decoding)", 0, figures.MAX_DECODES, key="tb-decodes", default=8
-        )
-    with cols[1]:
-        prompt = steps("New prompt (tokens)", figures.PROMPTS, key="tb-prompt", default=d.prompt)
-    with cols[2]:
-        cached = steps(
-            "Cached prefix (% of the prompt)", figures.CACHED_SHARES, key="tb-cached", default=0
-        )
-    p = figures.Params(
-        gpu=gpu,
-        model=model,
-        budget=limits["max_num_batched_tokens"],
-        max_num_seqs=limits["max_num_seqs"],
-        decodes=decodes,
-        prompt=prompt,
-        cached_pct=cached,
+    page.say(None, "lab")
+    p = page.controls(
+        [
+            ["gpu", "model", "dtype", "tp"],
+            ["vllm_defaults"],
+            ["max_num_batched_tokens", "max_num_seqs"],
+            ["decodes", "prompt", "cached_pct"],
+        ],
+        fixed={"k": page.value("k")},
     )
-    if p.budget < p.max_num_seqs:
-        st.error(section(TEXT, "bad-limits", {"budget": p.budget, "seqs": p.max_num_seqs}))
-        return
-    result = build(p)
-    n = result["numbers"]
-    if result["problem"] is not None:
-        st.warning(section(TEXT, f"problem-{result['problem']}", n), icon=":material/block:")
-    else:
-        if p.running < p.decodes:
-            st.info(section(TEXT, "capped", {"running": p.running}))
-        m = st.columns(4)
-        m[0].metric("First chunk", f"{n['first_chunk']:,} tokens")
-        m[1].metric("Steps with a chunk", f"{n['num_chunks']}")
-        m[2].metric("First decode, counted from arrival", f"{n['decode_ordinal_text']} step")
-        m[3].metric("Time to first token", f"{n['ttft_ms']:,.0f} ms")
-        show(result["timeline"], alt=result["alt"], key="tb-timeline")
-        st.markdown(section(TEXT, "reading", n))
-        st.markdown(section(TEXT, "cached-some" if p.cached else "cached-none", n))
-    speculative(p, n.get("needed", p.prompt))
-    gpu_defaults(gpu)
+    r = readout(p)
+    page.defaults_note(r)
+    for name in ("bad-limits", "problem-no-weights", "problem-too-long", "problem-no-room"):
+        page.warn(r, name, icon=":material/block:")
+    page.warn(r, "capped", icon=":material/info:")
+    if r.runs:
+        page.metrics(r)
+        page.chart(figures.timeline(r), r, "timeline")
+        page.say(r, "reading", "cached-none", "cached-some", "spec")
+        r = readout(page.controls([["k"]], fixed=without(p, "k")))
+        page.say(r, "spec-numbers")
+        page.chart(figures.spec(r), r, "spec")
+        st.caption(story.text(page.text_path, "spec-note", r))
+    page.say(r, "defaults")
+    page.chart(figures.defaults(r), r, "defaults")
 
 
 lab()
-st.markdown(section(TEXT, "why"))
-st.markdown(section(TEXT, "quiz"))
-render_lesson_practice(LESSON)
+page.say(None, "why")
+page.footer()

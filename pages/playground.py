@@ -3,54 +3,19 @@
 import pandas as pd
 import streamlit as st
 
-from lessons.course import SITE_TEXT
-from lessons.step_cost.figures import calculator
-from lessons.text import section
-from sim.cost import parse_token_list
-from sim.errors import SimInputError
-from sim.hardware import gpu_keys
-from sim.models import model_keys
-from ui.charts import show
-from ui.controls import choice, integer, weights
+from lessons.calculator import tool
+from lessons.kit.controls import shown
+from ui.lesson_page import LessonPage
 
-st.markdown(section(SITE_TEXT, "playground-title"))
-st.markdown(section(SITE_TEXT, "playground-intro"))
-
-cols = st.columns(4)
-with cols[0]:
-    gpu = choice("GPU", gpu_keys(), key="gpu", default="H100-SXM")
-with cols[1]:
-    model = choice("Model", model_keys(), key="model", default="Llama-3.1-8B")
-with cols[2]:
-    dtype = weights(gpu)
-with cols[3]:
-    tp = choice("GPUs (tensor parallel)", [1, 2, 4, 8], key="tp", default=1)
-cols = st.columns(3)
-with cols[0]:
-    raw = st.text_input(
-        "Prompt tokens in the step",
-        value="1, 64, 512, 2048, 8192",
-        key="tokens",
-        help=section(SITE_TEXT, "playground-tokens-help"),
-        bind="query-params",
-    )
-with cols[1]:
-    decodes = integer("Running decodes", 0, 1024, key="decodes", default=0)
-with cols[2]:
-    context = integer(
-        "KV context per decode (tokens)", 0, 131072, key="context", default=0, step=128
-    )
-
-try:
-    tokens = tuple(parse_token_list(raw, what="Prompt tokens"))
-    if decodes == 0 and 0 in tokens:
-        raise SimInputError("a step of 0 prompt tokens and no decodes is empty")
-    result = calculator(gpu, model, dtype, tp, tokens, decodes, context)
-except SimInputError as exc:
-    st.error(section(SITE_TEXT, "playground-bad-tokens", {"error": exc}))
+page = LessonPage(None, tool.Params, tool.PREFIX, text_path=tool.TEXT)
+page.say(None, "title", "intro")
+p = page.controls([["gpu", "model", "dtype", "tp"], ["tokens", "decodes", "context_tokens"]])
+r = tool.build(p)
+if not r.ok:
+    st.error(page.text("bad-tokens", r, error=shown(r.error, limit=200)), icon=":material/error:")
 else:
-    show(result["figure"], alt=result["alt"], key="calculator")
-    table = pd.DataFrame(result["rows"])
+    page.chart(tool.figure(r), r, "calculator")
+    table = pd.DataFrame(tool.table(r))
     st.dataframe(
         table,
         hide_index=True,

@@ -76,9 +76,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from sim.load import load_workload
     from sim.metrics import summarize
     from sim.timed import config_for, deployment, run_timed
-    from sim.workload import load_workload
 
     dep = deployment(args.gpu, args.model, tp=args.tp, dtype=args.dtype)
     config = config_for(

@@ -2,13 +2,13 @@
 
 `Workload` is what the scheduler consumes; `Workload.build` validates arrays and raises
 `SimInputError` with a clear one-line message. Two modules build one from a description: seeded
-generators and their spec grammar (sim/generators.py) and CSV traces (sim/trace.py).
-`load_workload` turns the command line's `--workload TRACE.csv|SPEC` into a Workload.
+generators and their spec grammar (sim/generators.py) and CSV traces (sim/trace.py); they
+import this module, and `sim.load.load_workload` picks between them for `--workload`, so this
+module imports neither.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,14 +96,3 @@ class Workload:
         if n and (ptok.min() < 0 or np.any(ptok > prompt)):
             raise SimInputError("prefix_tokens must be between 0 and the prompt length")
         return cls(prompt, out, arr_s, arr_step, prio, ten, pid, ptok, ids)
-
-
-def load_workload(text: str, *, max_model_len: int | None = None) -> Workload:
-    """`--workload` of the command line: a CSV trace path (ends in .csv or is a file) or a spec."""
-    # Imported here: both modules build Workloads, so they import this one.
-    from sim.generators import from_spec
-    from sim.trace import read_trace_csv
-
-    if text.strip().lower().endswith(".csv") or os.path.isfile(text):
-        return read_trace_csv(text, max_model_len=max_model_len)
-    return from_spec(text, max_model_len=max_model_len)

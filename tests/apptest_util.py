@@ -60,15 +60,23 @@ def answer(at: AppTest, lesson_id: str, question_id: str, choice: str) -> AppTes
 
 
 def assert_quiz_awards_xp_once(page: str, lesson_id: str, question_id: str) -> AppTest:
-    """On `page`: a wrong answer earns nothing, the right one 10 XP, checking it again nothing."""
+    """On `page`: the question's right first answer earns 10 XP and checking it again nothing;
+    another question answered wrong first earns nothing, not even when answered right next
+    (only the first answer counts), and the explanation shows after the wrong answer.
+    Returns the AppTest with 10 XP earned."""
     from lessons.course import lesson
 
-    q = lesson(lesson_id).bank().question(question_id)
+    bank = lesson(lesson_id).bank()
+    q = bank.question(question_id)
     at = run_page(page)
-    answer(at, lesson_id, question_id, next(c for c in q.choices if c != q.correct_choice))
-    assert at.session_state["progress"].xp == 0
     answer(at, lesson_id, question_id, q.correct_choice)
     assert at.session_state["progress"].xp == 10
     answer(at, lesson_id, question_id, q.correct_choice)
+    assert at.session_state["progress"].xp == 10
+    other = next(o for o in bank.questions if o.id != question_id)
+    answer(at, lesson_id, other.id, next(c for c in other.choices if c != other.correct_choice))
+    assert at.session_state["progress"].xp == 10
+    assert any(other.explanation in m.value for m in at.markdown)
+    answer(at, lesson_id, other.id, other.correct_choice)
     assert at.session_state["progress"].xp == 10
     return at

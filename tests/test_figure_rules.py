@@ -75,3 +75,49 @@ def test_every_figure_is_valid_plotly(page_charts):
     for node in nodes:
         spec = json.loads(node.proto.spec)
         go.Figure(spec)  # raises ValueError on any invalid property
+
+
+def _fonts(node: object, path: str = "") -> list[tuple[str, float]]:
+    """Every font size set anywhere in a layout (template included)."""
+    out = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "font" and isinstance(value, dict) and "size" in value:
+                out.append((f"{path}.font", float(value["size"])))
+            out += _fonts(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _fonts(value, f"{path}[{i}]")
+    return out
+
+
+def test_chart_text_is_readable_on_a_projector(page_charts):
+    """At least 14 px everywhere, in the house's near-black (the theme's 12 px grey was not)."""
+    page, nodes = page_charts
+    for node in nodes:
+        layout = json.loads(node.proto.spec)["layout"]
+        base = layout["template"]["layout"]["font"]
+        assert base["size"] >= 14 and base["color"].lower() in ("#1b1b1f",), page
+        small = [(p, s) for p, s in _fonts(layout) if s < 14]
+        assert not small, f"{page}: {small}"
+        assert node.proto.theme != "streamlit", f"{page}: Streamlit's chart theme overrides ours"
+
+
+def test_legends_sit_above_the_plot(page_charts):
+    """The house legend is a row above the plot area; a figure that moves it onto the plot can
+    cover data (and a legend.x breaks Plotly's slider layout)."""
+    page, nodes = page_charts
+    for node in nodes:
+        layout = json.loads(node.proto.spec)["layout"]
+        legend = layout.get("legend", {})
+        assert not {"x", "y", "xanchor", "yanchor"} & set(legend), f"{page}: legend {legend}"
+
+
+def test_axis_titles_carry_units(page_charts):
+    page, nodes = page_charts
+    for node in nodes:
+        layout = json.loads(node.proto.spec)["layout"]
+        for axis in _axes(layout):
+            title = (layout[axis].get("title") or {}).get("text", "")
+            if title.strip():
+                assert "(" in title, f"{page}: {axis} title {title!r} has no unit"

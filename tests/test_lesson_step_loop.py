@@ -1,22 +1,48 @@
-"""Lesson "The step loop": the page, the animation and the hand stepper on the replayed
-scenario, the controls' effects, the per-request state the frames show, the quiz and exercises.
+"""Lesson "The step loop": the Readout against sim, each control moving the Readout and the
+charts as sim says, the animation opening at the stepper's step, the story of one step told from
+step.md by StepReadout fields, the quiz and the exercises.
 
 Why: every frame of this lesson claims something about vLLM's loop (who waits, who runs, how
 many blocks each request holds). The state the figures draw is derived from the run's detail,
-so it is checked here against the scheduler's own counters; the controls must move the picture
-the way the lesson says (a bigger KV pool means no preemption, a smaller budget more steps).
+so it is checked here against the scheduler's own counters; the run's clock is sim.timed's, so
+it is checked against a step replay priced by the cost model; and the controls must move the
+picture the way the lesson says (a bigger KV pool means no preemption, a smaller budget more
+steps).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.controls import declared
 from lessons.step_loop import exercise, figures
+from lessons.step_loop.lesson import (
+    BLOCK_SIZE,
+    NAMES,
+    POOL_MIN,
+    REQUESTS,
+    STEP_TEXT,
+    Params,
+    at_step,
+    build,
+    config,
+    frame_of,
+    workload,
+)
+from lessons.step_loop.readout import StepReadout
+from sim.config import SchedulerConfig
+from sim.cost import Deployment, step_costs
 from sim.kv import cdiv
-from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
+from sim.scheduler import run_steps
+from tests.apptest_util import answer, charts, run_page, trace_values
 
 PAGE = "pages/lesson_step_loop.py"
+OWN = {"vllm_defaults": False}
 
 
 def _anim(at) -> dict:
@@ -27,13 +53,28 @@ def _still(at) -> dict:
     return next(c for c in charts(at) if not c.get("frames"))
 
 
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+def _shows_metrics(at, r) -> bool:
+    """The page's metric row is the metrics section filled from Readout `r`."""
+    shown = {m.label: m.value for m in at.main.metric}
+    return {k: shown.get(k) for k in _metric_values(r)} == _metric_values(r)
 
 
-def _title(chart: dict) -> str:
-    """The step line the figure prints at its top (a text trace, so frames can change it)."""
-    return next(t["text"][0] for t in chart["data"] if t.get("xaxis") == "x5")
+def _title(data: list[dict]) -> str:
+    """The step line a figure prints at its top (a text trace, so frames can change it)."""
+    return next(t["text"][0] for t in data if str(t.get("text", [""])[0]).startswith("Step "))
+
+
+def _markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def _metric_values(r) -> dict[str, str]:
+    return dict(story.metrics(lesson("step_loop").text_path, "metrics", r))
+
+
+@pytest.fixture(scope="module")
+def default():
+    return build(Params())
 
 
 @pytest.fixture(scope="module")
@@ -41,113 +82,318 @@ def opening():
     return run_page(PAGE)
 
 
-def test_page_runs_and_animates_every_step(opening):
-    r = figures.simulate(figures.Params())
-    anim = _anim(opening)
-    assert len(anim["frames"]) == r.run.num_steps <= 200
-    labels = [s["label"] for s in anim["layout"]["sliders"][0]["steps"]]
-    assert labels == [str(k) for k in range(1, r.run.num_steps + 1)]
-    assert _metric(opening, "Steps") == str(r.run.num_steps)
-    # The step time in each frame is the cost model's price of that step.
-    frame6 = next(
-        t["text"][0]
-        for t in anim["frames"][5]["data"]
-        if str(t.get("text", [""])[0]).startswith("Step")
+# -- the Readout against sim --------------------------------------------------------------------
+def test_seed_numbers(default):
+    r = default
+    assert (r.num_steps, r.preemptions, r.first_preempt_step, r.victim) == (58, 1, 6, "R4")
+    assert (r.budget, r.max_num_seqs, r.usable, r.pool_tokens) == (2048, 256, 239, 3824)
+    assert round(r.total_ms) == 3968 and r.max_step == 3
+    assert round(r.max_ms, 1) == 361.0 and round(r.min_ms, 1) == 57.2
+    assert r.real_pool == 1970 and r.fits and not r.limits_refused
+    assert (r.requests, r.last_arrival, r.long_name, r.long_prompt) == (5, 8, "R3", 2500)
+    assert r.frames == r.num_steps and not r.sampled
+
+
+PARAMS = [
+    Params(),
+    Params(blocks=POOL_MIN),
+    Params(**OWN, max_num_batched_tokens=512, max_num_seqs=2, blocks=200),
+    Params(gpu="H100-SXM", **OWN, max_num_batched_tokens=8192, max_num_seqs=1024, blocks=900),
+    Params(model="Mistral-7B-v0.3", **OWN, max_num_batched_tokens=256, max_num_seqs=3),
+]
+
+
+@pytest.mark.parametrize("p", PARAMS)
+def test_the_timed_run_takes_the_step_replays_decisions_at_the_cost_models_price(p):
+    """sim.timed's run, arrivals placed at their step's start, is run_steps' replay, priced."""
+    r = build(p)
+    ref = run_steps(config(p.blocks, r.budget, r.max_num_seqs), workload(), record_detail=True)
+    rep = r.replay
+    assert r.num_steps == ref.num_steps
+    assert (rep.used == ref.num_scheduled_tokens).all()
+    assert [list(a) for a in rep.arrived] == [d.arrived.tolist() for d in ref.detail]
+    assert [list(a) for a in rep.preempted] == [d.preempted.tolist() for d in ref.detail]
+    costs = step_costs(
+        Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype),
+        query_tokens=ref.num_scheduled_tokens,
+        num_seqs=ref.num_scheduled_seqs,
+        kv_read_tokens=ref.kv_read_tokens,
+        attn_pairs=ref.attn_pairs,
     )
-    assert frame6.startswith("Step 6 of") and f"{r.step_ms[5]:.1f} ms" in frame6
+    assert np.allclose(rep.step_ms, costs.step_ms)
+    assert np.allclose(rep.clock_ms, np.cumsum(costs.step_ms))
+    assert r.total_ms == pytest.approx(rep.clock_ms[-1])
 
 
-def test_default_pool_runs_dry_and_the_story_says_so(opening):
-    assert _metric(opening, "Preemptions") == "1"
+@pytest.mark.parametrize("p", PARAMS)
+def test_frames_show_the_schedulers_own_state(p):
+    r = build(p)
+    ref = run_steps(config(p.blocks, r.budget, r.max_num_seqs), workload(), record_detail=True)
+    rep = r.replay
+    for k, d in enumerate(ref.detail):
+        assert rep.held[k].sum() == d.kv_blocks_used_after_schedule == rep.blocks_used[k]
+        assert rep.tokens[k].sum() == ref.num_scheduled_tokens[k]
+        assert len(rep.running[k]) + len(rep.finished[k]) == d.running.shape[0]
+    assert (rep.streamed[-1] == ref.num_output_tokens).all()
+    assert rep.step_ms.shape == (r.num_steps,) and (rep.step_ms > 0).all()
+    assert r.preemptions == ref.total_preemptions
+
+
+def test_block_arithmetic_uses_the_configs_block_size(default):
+    assert SchedulerConfig(1, 1, 1, 2).block_size == BLOCK_SIZE
+    assert cdiv(max(p + o for p, o, _ in REQUESTS), BLOCK_SIZE) + 2 == POOL_MIN
+    spec = {d.name: d.spec for d in declared(Params)}["blocks"]
+    assert f"blocks of {BLOCK_SIZE} tokens" in spec.label
+    assert default.block_size == BLOCK_SIZE and default.pool_tokens == default.usable * BLOCK_SIZE
+
+
+def test_budget_below_max_num_seqs_is_explained_not_raised():
+    p = Params(**OWN, max_num_batched_tokens=256, max_num_seqs=1024)
+    r = build(p)
+    assert r.limits_refused and (r.asked_seqs, r.max_num_seqs, r.budget) == (1024, 256, 256)
+    assert not build(Params(**OWN, max_num_batched_tokens=256, max_num_seqs=256)).limits_refused
+    at = run_page(PAGE, query={"sl-defaults": "0", "sl-budget": "256", "sl-seqs": "1024"})
+    shown = [w.value for w in at.warning]
+    assert story.text(lesson("step_loop").text_path, "bad-limits", r) in shown
+    assert _shows_metrics(at, r)
+
+
+def test_long_runs_are_sampled_and_say_so():
+    p = Params(**OWN, max_num_batched_tokens=256, max_num_seqs=1, blocks=POOL_MIN)
+    r = build(p)
+    assert r.num_steps > 200 and r.frames == 200 and r.sampled
+    fig = figures.animation(r, 1)
+    assert len(fig["frames"]) == 200
+    assert f"200 of {r.num_steps} steps, evenly sampled" in fig["layout"]["title"]["text"]
+    # A step between two sampled frames opens the animation at the one before it.
+    gap = next(s for s in range(1, r.num_steps + 1) if s not in set(r.frame_steps.tolist()))
+    start = frame_of(r, gap)
+    assert r.frame_steps[start] < gap < r.frame_steps[start + 1]
+    assert figures.animation(r, gap)["layout"]["sliders"][0]["active"] == start
+
+
+# -- the story of one step ------------------------------------------------------------------------
+STEP_FIELDS = {f.name for f in dataclasses.fields(StepReadout)}
+STEP_SECTIONS = story.parse(STEP_TEXT)
+STORY = ("ev-lists", "ev-pick", "ev-pass", "ev-sample", "ev-kv")
+
+
+def test_step_md_names_only_step_readout_fields():
+    assert {s.name for s in STEP_SECTIONS} == set(STORY)
+    for section in STEP_SECTIONS:
+        assert story.placeholders(section.body) <= STEP_FIELDS, section.name
+        if section.when is not None:
+            assert section.when in STEP_FIELDS, section.name
+
+
+@pytest.mark.parametrize("p", PARAMS)
+def test_every_step_tells_one_variant_of_each_part(p):
+    r = build(p)
+    for step in range(1, r.num_steps + 1):
+        s = at_step(r, step)
+        for name in ("ev-lists", "ev-sample", "ev-kv"):
+            assert len(story.pick(STEP_TEXT, name, s)) == 1, (step, name)
+        serve = (s.serve_decode_and_chunk, s.serve_decode, s.serve_chunk, s.serve_none)
+        blocked = (s.blocked_budget, s.blocked_seqs, s.blocked_blocks, s.blocked_none)
+        assert sum(serve) == 1 and sum(blocked) == (0 if s.preempted else 1), step
+        for name in STORY:
+            story.text(STEP_TEXT, name, s)  # every placeholder fills
+
+
+def test_the_preemption_step_is_told_by_its_fields(default):
+    s = at_step(default, 6)
+    assert s.preempted and s.preempted_names == "R4" and s.waiting_names == "R4"
+    assert not (s.admitted_new or s.admitted_again)
+    assert not any((s.blocked_budget, s.blocked_seqs, s.blocked_blocks, s.blocked_none))
+    assert s.decode_names == "R1, R2 and R3" and s.tokens == 3 == s.seqs
+    assert s.clock_ms == pytest.approx(default.replay.clock_ms[5])
+    first = at_step(default, 1)
+    assert first.arrivals_none_running and first.arrived_names == "R1 and R2"
+    assert first.admitted_new and first.new_sizes == "600 and 300"
+    long = at_step(default, 3)  # R3's 2,500 tokens do not fit in one step's budget
+    assert long.new_names == "R3" and long.mid_only is False and "R3" in long.mid_names
+    assert at_step(default, 0).step == 1 and at_step(default, 999).step == default.num_steps
+
+
+# -- the page -------------------------------------------------------------------------------------
+def test_page_runs_and_animates_every_step(opening, default):
+    anim = _anim(opening)
+    assert len(anim["frames"]) == default.num_steps <= 200
+    labels = [s["label"] for s in anim["layout"]["sliders"][0]["steps"]]
+    assert labels == [str(k) for k in range(1, default.num_steps + 1)]
+    assert _shows_metrics(opening, default)
+    # The step time in each frame is the cost model's price of that step.
+    frame6 = _title(anim["frames"][5]["data"])
+    assert frame6.startswith("Step 6 of") and f"{default.replay.step_ms[5]:.1f} ms" in frame6
+    told = [story.text(STEP_TEXT, name, at_step(default, 1)) for name in STORY]
+    assert all(t in _markdown(opening) for t in told)
+
+
+def test_the_animation_opens_at_the_steppers_step(default):
     at = run_page(PAGE, query={"sl-step": "6"})
     assert at.slider(key="sl-step").value == 6
-    assert "Step 6 of" in _title(_still(at))
-    story = " ".join(m.value for m in at.markdown)
-    assert "preempted" in story and "R4" in story
+    anim, still = _anim(at), _still(at)
+    assert anim["layout"]["sliders"][0]["active"] == 5
+    assert _title(anim["data"]) == _title(still["data"]) == _title(anim["frames"][5]["data"])
+    assert trace_values(anim, "x")[3] == trace_values(still, "x")[3]  # the batch bars
+    told = story.text(STEP_TEXT, "ev-pick", at_step(default, 6))
+    assert told in _markdown(at)
+    at.button(key="sl-step-next").click().run()
+    assert _anim(at)["layout"]["sliders"][0]["active"] == 6
+    assert _title(_still(at)["data"]).startswith("Step 7 of")
 
 
-def test_next_and_previous_move_one_step(opening):
+def test_next_and_previous_move_one_step():
     at = run_page(PAGE)
     assert at.slider(key="sl-step").value == 1
     at.button(key="sl-step-next").click().run()
     assert at.slider(key="sl-step").value == 2
-    assert _title(_still(at)).startswith("Step 2 of")
+    assert _title(_still(at)["data"]).startswith("Step 2 of")
     at.button(key="sl-step-prev").click().run()
     at.button(key="sl-step-prev").click().run()
     assert at.slider(key="sl-step").value == 1
 
 
-def test_bigger_pool_means_no_preemption():
-    at = run_page(PAGE, query={"sl-blocks": "600"})
-    assert _metric(at, "Preemptions") == "0"
-    small = run_page(PAGE, query={"sl-blocks": "170"})
-    assert int(_metric(small, "Steps")) > int(_metric(at, "Steps"))
-
-
-def test_smaller_budget_or_seat_cap_means_more_steps(opening):
-    base = int(_metric(opening, "Steps"))
-    at = run_page(PAGE, query={"sl-defaults": "false", "sl-budget": "512"})
-    assert int(_metric(at, "Steps")) > base
-    at.slider(key="sl-seqs").set_value(1).run()
+def test_reset_forgets_the_step_and_the_pool():
+    at = run_page(PAGE, query={"sl-step": "6", "sl-blocks": "600"})
+    assert at.slider(key="sl-step").value == 6 and at.slider(key="w:sl-blocks").value == 600
+    at.button(key="sl-reset").click().run()
     assert not at.exception
-    one_seat = int(_metric(at, "Steps"))
-    assert one_seat > base
-    anim = _anim(at)
-    # With one seat the running list never holds more than one request.
-    running = [t for frame in anim["frames"] for t in frame["data"] if t.get("type") == "scatter"]
-    assert all(list(t.get("y") or []).count("running list") <= 1 for t in running)
+    assert at.slider(key="sl-step").value == 1
+    assert at.slider(key="w:sl-blocks").value == Params().blocks
+    assert _shows_metrics(at, build(Params()))
 
 
-def test_long_runs_are_sampled_and_say_so():
-    result = figures.build(figures.Params(budget=256, max_num_seqs=1, blocks=figures.POOL_MIN))
-    steps = result["numbers"]["num_steps"]
-    assert steps > 200
-    assert len(result["anim"]["frames"]) == 200
-    assert f"200 of {steps} steps, evenly sampled" in result["anim"]["layout"]["title"]["text"]
+def test_the_pool_slider_moves_the_run():
+    at = run_page(PAGE)
+    at.slider(key="w:sl-blocks").set_value(600).run()
+    big = build(Params(blocks=600))
+    assert big.preemptions == 0 and _shows_metrics(at, big)
+    assert _anim(at)["layout"]["xaxis3"]["range"][1] == pytest.approx(big.usable * 1.3)
+    at.slider(key="w:sl-blocks").set_value(170).run()
+    small = build(Params(blocks=170))
+    assert small.num_steps > big.num_steps  # R3 waits for room for its whole prompt
+    assert _shows_metrics(at, small)
 
 
 @pytest.mark.parametrize(
-    "p",
-    [
-        figures.Params(),
-        figures.Params(blocks=figures.POOL_MIN),
-        figures.Params(budget=512, max_num_seqs=2, blocks=200),
-        figures.Params(gpu="H100-SXM", budget=8192, max_num_seqs=1024, blocks=900),
-    ],
+    ("key", "value", "field"),
+    [("gpu", "H100-SXM", "gpu"), ("model", "Mistral-7B-v0.3", "model"), ("tp", 2, "tp")],
 )
-def test_frames_show_the_schedulers_own_state(p):
-    r = figures.simulate(p)
-    for k, d in enumerate(r.run.detail):
-        assert r.blocks[k].sum() == d.kv_blocks_used_after_schedule
-        assert r.fill.used[k] == r.run.num_scheduled_tokens[k]
-    assert (r.streamed[-1] == r.run.num_output_tokens).all()
-    assert r.step_ms.shape == (r.run.num_steps,) and (r.step_ms > 0).all()
+def test_the_deployment_prices_the_steps(key, value, field, default):
+    at = run_page(PAGE)
+    at.selectbox(key=f"w:{key}").set_value(value).run()
+    r = build(Params(**{field: value}))
+    assert r.max_ms < default.max_ms  # a faster GPU, a smaller model, two GPUs
+    if key != "gpu":  # the same decisions (the pool is the lesson's); a GPU has its own limits
+        assert r.num_steps == default.num_steps
+    assert _shows_metrics(at, r)
+    assert f"{r.replay.step_ms[0]:.1f} ms" in _title(_still(at)["data"])
 
 
-def test_quiz_grades_and_awards_xp_once(opening):
-    assert len(lesson("step_loop").bank().questions) >= 6
-    assert_quiz_awards_xp_once(PAGE, "step_loop", "blocks_run_out")
+def test_fp8_weights_price_the_steps_on_a_gpu_with_fp8(default):
+    at = run_page(PAGE, query={"gpu": "L4"})
+    at.selectbox(key="w:dtype").set_value("fp8").run()
+    r = build(Params(dtype="fp8"))
+    assert r.dtype == "FP8" and r.max_ms < default.max_ms
+    assert _shows_metrics(at, r)
+
+
+def test_own_limits_move_the_run(default):
+    at = run_page(PAGE)
+    at.toggle(key="w:sl-defaults").set_value(False).run()
+    at.select_slider(key="w:sl-budget").set_value(512).run()
+    small = build(Params(**OWN, max_num_batched_tokens=512))
+    assert small.num_steps > default.num_steps and _shows_metrics(at, small)
+    at.slider(key="w:sl-seqs").set_value(1).run()
+    one = build(Params(**OWN, max_num_batched_tokens=512, max_num_seqs=1))
+    assert one.num_steps > small.num_steps and _shows_metrics(at, one)
+    # With one seat the running list never holds more than one request.
+    assert max(len(running) for running in one.replay.running) == 1
+    frames = _anim(at)["frames"]
+    assert all(list(f["data"][2]["y"]).count("running list") <= 1 for f in frames)
+
+
+def _widget(at, d):
+    from lessons.kit.controls import Choice, Integer, Steps, Toggle
+
+    key = "w:" + d.url_key("sl")
+    kind = {Choice: at.selectbox, Steps: at.select_slider, Integer: at.slider, Toggle: at.toggle}
+    return kind[type(d.spec)](key=key)
+
+
+def test_every_control_moved_to_its_extremes_runs():
+    at = run_page(PAGE)
+    at.toggle(key="w:sl-defaults").set_value(False).run()
+    for d in declared(Params):
+        if d.name == "vllm_defaults":
+            continue
+        for value in (d.spec.lowest(), d.spec.highest()):
+            _widget(at, d).set_value(value).run()
+            assert not at.exception, (d.name, value, [e.value for e in at.exception])
+            assert len(_anim(at)["frames"]) <= 200
+            stepper = at.slider(key="sl-step")
+            assert 1 <= stepper.value <= stepper.max  # kept, clamped to a shorter run
+        at.slider(key="sl-step").set_value(at.slider(key="sl-step").max).run()
+        assert not at.exception, d.name
+    at.toggle(key="w:sl-defaults").set_value(True).run()
+    assert not at.exception
+
+
+def test_the_step_stays_in_the_link_and_a_bad_one_is_reported(default):
+    at = run_page(PAGE)
+    at.button(key="sl-step-next").click().run()
+    at.button(key="sl-step-next").click().run()
+    assert at.query_params["sl-step"] == "3"
+    at.button(key="sl-step-prev").click().run()
+    at.button(key="sl-step-prev").click().run()
+    assert "sl-step" not in at.query_params  # step 1 is the default: the link leaves it out
+    bad = run_page(PAGE, query={"sl-step": "999"})
+    assert bad.slider(key="sl-step").value == 1
+    assert any("sl-step" in w.value and "999" in w.value for w in bad.warning)
+    # A run made shorter clamps the step to its end, and the link follows.
+    at = run_page(PAGE, query={"sl-step": str(default.num_steps)})
+    at.slider(key="w:sl-blocks").set_value(1000).run()
+    shorter = build(Params(blocks=1000))
+    assert shorter.num_steps < default.num_steps
+    assert at.slider(key="sl-step").value == shorter.num_steps
+    assert at.query_params["sl-step"] == str(shorter.num_steps)
+
+
+# -- quiz and exercises ---------------------------------------------------------------------------
+def test_quiz_answers_without_an_error(opening):
+    bank = lesson("step_loop").bank()
+    assert len(bank.questions) >= 6
+    q = bank.question("blocks_run_out")
+    at = answer(run_page(PAGE), "step_loop", q.id, q.correct_choice)
+    assert not at.exception
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_exercises_match_closed_forms(seed):
     blocks = exercise.blocks_after_steps(seed)
     p = blocks.params
-    assert blocks.answer == cdiv(p["prompt"] + p["step"] - 1, 16)
+    assert blocks.answer == cdiv(p["prompt"] + p["step"] - 1, BLOCK_SIZE)
     wait = exercise.seq_budget_wait(seed)
     q = wait.params
     assert wait.answer == (cdiv(q["count"], q["seqs"]) - 1) * q["output"] + 1
     assert f"**{int(wait.answer)}**" in wait.solution
+    assert f"**{int(blocks.answer)}**" in blocks.solution
     if seed == 0:
         assert (blocks.answer, wait.answer) == (39, 25)
 
 
-def test_exercise_is_graded_on_the_page(opening):
+def test_exercise_is_graded_on_the_page():
     at = run_page(PAGE)
     drawn = exercise.blocks_after_steps(0)
     at.number_input(key="answer-step-loop-blocks-0").set_value(drawn.answer + 1)
     at.button(key="exercise-step-loop-blocks-check").click().run()
-    assert at.session_state["progress"].xp == 0
+    assert not at.exception and at.error
     at.number_input(key="answer-step-loop-blocks-0").set_value(drawn.answer)
     at.button(key="exercise-step-loop-blocks-check").click().run()
-    assert at.session_state["progress"].xp == 10
+    assert not at.exception and at.success
+    assert drawn.solution in _markdown(at)
+
+
+def test_names_are_the_scenarios(default):
+    assert default.replay.names == NAMES and len(NAMES) == len(REQUESTS) == 5

@@ -1,9 +1,11 @@
-"""Lesson 5, "The sequence budget and the throughput curve": page, sliders, quiz and exercises.
+"""Lesson "The sequence budget and the throughput curve": Readout, page, charts, quiz, exercises.
 
 Why: the curves must say what the lesson says (more concurrency, more tokens per second in total
 and fewer for each user; longer contexts bend the curve sooner), the knee and the ITL pick must
-follow their stated definitions on the chart's own data, and every exercise answer must agree
-with an independent scheduler (tests/reference_scheduler.py) priced by the cost model.
+follow their stated definitions on the chart's own data, every control must move the numbers it
+stands for, the animation must stay within what the engine can reach and open where the controls
+point, and every exercise answer must agree with an independent scheduler
+(tests/reference_scheduler.py) priced by the cost model.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import numpy as np
 import pytest
 
 from lessons.course import lesson
-from lessons.throughput_curve import exercise, figures
+from lessons.throughput_curve import exercise
+from lessons.throughput_curve.lesson import MAX_SEQS, Params, build, decode_curves
 from sim.config import SchedulerConfig
 from sim.cost import Deployment, step_costs
-from sim.models import num_gpu_blocks
+from sim.hardware import default_batch_limits
+from sim.models import kv_pool, num_gpu_blocks
 from sim.sweep import sweep_values
 from sim.workload import Workload
 from tests import reference_scheduler
@@ -25,6 +29,7 @@ from tests.scenarios import base_settings
 PAGE = "pages/lesson_throughput_curve.py"
 
 
+# -- helpers ---------------------------------------------------------------------------------
 def _chart(at, title_word: str) -> dict:
     for chart in charts(at):
         if title_word in chart["layout"]["title"]["text"]:
@@ -32,9 +37,17 @@ def _chart(at, title_word: str) -> dict:
     raise AssertionError(f"no chart titled with {title_word!r}")
 
 
+def _curve_chart(at) -> dict:
+    return _chart(at, "Throughput on")
+
+
+def _anim(at) -> dict:
+    return next(c for c in charts(at) if c.get("frames"))
+
+
 def _curves(at) -> dict[str, np.ndarray]:
     """The total and per-user curves as drawn (reachable part and beyond, joined)."""
-    chart = _chart(at, "Throughput against concurrency")
+    chart = _curve_chart(at)
     xs, ys = trace_values(chart, "x"), trace_values(chart, "y")
     out: dict[str, list] = {"total_x": [], "total": [], "user_x": [], "user": []}
     for trace, x, y in zip(chart["data"], xs, ys, strict=True):
@@ -51,18 +64,59 @@ def _curves(at) -> dict[str, np.ndarray]:
     return res
 
 
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric if m.label != "XP"}
+
+
 def _metric(at, start: str) -> str:
-    return next(m.value for m in at.metric if m.label.startswith(start))
+    return next(v for label, v in _metrics(at).items() if label.startswith(start))
 
 
 def _as_int(text: str) -> int | None:
     return None if text == "none" else int(text.replace(",", ""))
 
 
-def test_opens_clean_with_both_curves_and_the_knee_by_its_definition():
+def _named(chart: dict, start: str) -> dict:
+    return next(t for t in chart["data"] if t.get("name", "").startswith(start))
+
+
+def _own_limits(at, budget: int | None = None, seqs: int | None = None):
+    at.toggle(key="w:tput-defaults").set_value(False).run()
+    if budget is not None:
+        at.select_slider(key="w:tput-budget").set_value(budget).run()
+    if seqs is not None:
+        at.slider(key="w:tput-seqs").set_value(seqs).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+# -- the seed numbers and the definitions ----------------------------------------------------
+def test_opens_at_the_seed_numbers():
+    """H100-SXM, Llama-3.1-8B, 2,048 tokens of context, 20 ms: the numbers the lesson quotes."""
+    r = build(Params())
+    assert (r.knee, r.pick, r.kv_cap, r.reach) == (32, 128, 218, 218)
+    assert round(r.knee_total) == 3284
+    assert round(r.one_step_ms, 1) == 6.6 and round(r.one_total) == 150
+    assert round(r.weight_gb, 1) == 15.0 and round(r.kv_per_seq_mb) == 268
+    assert round(r.crossover) == 56 and round(r.pool_gib) == 55
+    assert round(r.top_total) == 9091 and round(r.top_per_user, 1) == 8.9
+    assert (r.budget, r.max_num_seqs) == (8192, 1024)  # vLLM's defaults for the H100
+    at = run_page(PAGE)
+    assert _metrics(at) == {
+        "Knee (sequences)": "32",
+        "Total at the knee (tok/s)": "3,284",
+        "Largest within 20 ms": "128",
+        "KV cache holds (seqs)": "218",
+        "Runs at most (seqs)": "218",
+    }
+    text = " ".join(m.value for m in at.markdown)
+    assert "**32 sequences**" in text and "**128 sequences**" in text
+
+
+def test_both_curves_and_the_knee_by_its_definition_on_the_drawn_data():
     at = run_page(PAGE)
     c = _curves(at)
-    assert c["total_x"].tolist() == list(range(1, 1025))
+    assert c["total_x"].tolist() == list(range(1, MAX_SEQS + 1))
     total, user = c["total"], c["user"]
     # More concurrency: more total throughput and less for each user, doubling by doubling.
     for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
@@ -70,95 +124,272 @@ def test_opens_clean_with_both_curves_and_the_knee_by_its_definition():
         assert user[2 * n - 1] < user[n - 1]
     # Each user gets one token per step: per-user x concurrency = total.
     assert np.allclose(user * c["user_x"], total)
-    # The knee, as the lesson defines it: the first N where doubling to 2N adds less than 50%
-    # to the total, checked on the drawn data.
+    # The knee, as the lesson defines it: the first N where doubling to 2N adds less than 50%.
     knee = _as_int(_metric(at, "Knee"))
     gain = total[2 * np.arange(1, 513) - 1] / total[:512]
     assert knee == int(np.flatnonzero(gain < 1.5)[0]) + 1
     assert gain[knee - 2] >= 1.5
-    text = " ".join(m.value for m in at.markdown)
-    assert f"**{knee:,} sequences**" in text
-    assert "less than 50% to the total" in text
+    # The dotted part is exactly what the KV cache cannot hold.
+    chart = _curve_chart(at)
+    beyond = trace_values(chart, "x")[chart["data"].index(_named(chart, "beyond the KV"))]
+    assert beyond[0] == build(Params()).kv_cap + 1 and beyond[-1] == MAX_SEQS
 
 
-def test_every_chart_is_a_valid_plotly_figure():
-    """ui/charts.show sends the dicts unvalidated, so validate what the page sent here."""
+def test_the_curves_are_sims_steady_decode_steps():
+    """The Readout's step times are sim.cost's price of N sequences decoding one token each."""
+    r = build(Params(context=4096))
+    dep = Deployment("H100-SXM", "Llama-3.1-8B")
+    for n in (1, 7, 64, 300, 1024):
+        ms = step_costs(
+            dep,
+            query_tokens=n,
+            num_seqs=n,
+            kv_read_tokens=n * 4096,
+            attn_pairs=n * 4097,
+        ).step_ms
+        assert r.curves.step_ms[n - 1] == pytest.approx(float(ms), rel=1e-12)
+    # The KV limit: vLLM's pool for this budget, in blocks of the config's size, per sequence.
+    pool = kv_pool("H100-SXM", "Llama-3.1-8B", max_num_batched_tokens=8192)
+    assert r.kv_cap == (pool.num_gpu_blocks - 1) // -(-4096 // SchedulerConfig.block_size)
+
+
+def test_every_chart_is_a_valid_plotly_figure_and_sets_no_legend_position():
+    """ui/charts.show sends the dicts unvalidated, so validate what the page sent here; a figure
+    that places its own legend can put it over the curves or break the animation's controls."""
     import plotly.graph_objects as go
 
     at = run_page(PAGE)
     for chart in charts(at):
         go.Figure(chart)  # raises on any property Plotly does not know
+        assert "legend" not in chart["layout"]
+    # The curve chart's labels are legend entries, never text drawn over the curves.
+    assert all("text" not in t.get("mode", "") for t in _curve_chart(at)["data"])
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"gpu": "H100-PCIe", "model": "Llama-3.1-70B", "tp": "8", "tput-context": "131072"},
+        {"gpu": "A100-80GB", "model": "Mixtral-8x7B", "tp": "2", "tput-context": "16384"},
+    ],
+)
+def test_titles_stay_short_enough_for_a_projector(query):
+    """At 1280x720 a chart is about 800 px wide: a title of more than ~85 characters is cut."""
+    at = run_page(PAGE, query=query)
+    for chart in charts(at):
+        for frame in [chart, *chart.get("frames", [])]:
+            assert len(frame["layout"]["title"]["text"]) <= 85, frame["layout"]["title"]["text"]
+
+
+# -- every control moves what it stands for --------------------------------------------------
 def test_the_itl_target_picks_the_largest_concurrency_that_meets_it():
-    at = run_page(PAGE, query={"itl": "15"})
-    tight = _as_int(_metric(at, "Largest within"))
-    at.slider(key="itl").set_value(25).run()
-    loose = _as_int(_metric(at, "Largest within"))
+    at = run_page(PAGE, query={"tput-itl": "15"})
+    tight = _as_int(_metric(at, "Largest within 15 ms"))
+    at.slider(key="w:tput-itl").set_value(25).run()
+    loose = _as_int(_metric(at, "Largest within 25 ms"))
     assert tight is not None and loose is not None and loose > tight
-    c = figures.compute(figures.Params(itl_target_ms=25))
-    step = c["step_ms"]
+    r = build(Params(itl_target_ms=25))
+    assert r.pick == loose
+    step = r.curves.step_ms
     assert step[loose - 1] <= 25
-    assert loose == c["kv_cap"] or step[loose] > 25  # the next one misses (or memory is full)
+    assert loose == r.kv_cap or step[loose] > 25  # the next one misses (or memory is full)
+    star = _named(_curve_chart(at), "largest within 25 ms")
+    assert star["x"] == [loose] and star["y"][0] == pytest.approx(r.pick_total)
+
+
+def test_an_unreachable_target_says_so():
+    at = run_page(PAGE, query={"tput-itl": "5"})
+    assert _metric(at, "Largest within 5 ms") == "none"
+    r = build(Params(itl_target_ms=5))
+    assert not r.has_pick and r.one_step_ms > 5
+    assert not any(t.get("name", "").startswith("largest") for t in _curve_chart(at)["data"])
 
 
 def test_longer_context_bends_the_curve_sooner():
-    at = run_page(PAGE, query={"context": "512"})
+    at = run_page(PAGE, query={"tput-context": "512"})
     short = _curves(at)
     knee_short = _as_int(_metric(at, "Knee"))
     cap_short = _as_int(_metric(at, "KV cache holds"))
-    at.select_slider(key="context").set_value(8192).run()
+    at.select_slider(key="w:tput-context").set_value(8192).run()
     long = _curves(at)
-    knee_long = _as_int(_metric(at, "Knee"))
-    assert knee_long < knee_short
+    assert _as_int(_metric(at, "Knee")) < knee_short
     assert _as_int(_metric(at, "KV cache holds")) < cap_short
     assert long["total"][-1] < short["total"][-1]
     assert long["user"][0] < short["user"][0]
     reads = _chart(at, "reads from GPU memory")
-    kv = next(
-        y for t, y in zip(reads["data"], trace_values(reads), strict=True) if "KV" in t["name"]
-    )
+    kv = trace_values(reads)[reads["data"].index(_named(reads, "KV cache"))]
     assert kv[1] == pytest.approx(2 * kv[0])  # the KV read grows with every sequence
+    assert kv[0] == pytest.approx(build(Params(context=8192)).kv_per_seq_gb)
 
 
-def test_a_faster_gpu_lifts_the_curve():
+def test_a_faster_gpu_lifts_the_curve_and_its_defaults_follow():
     at = run_page(PAGE)
     h100 = _curves(at)
-    at.selectbox(key="gpu").set_value("H200").run()
+    at.selectbox(key="w:gpu").set_value("H200").run()
     h200 = _curves(at)
     assert not at.exception
     assert h200["total"][-1] > h100["total"][-1]
     assert _as_int(_metric(at, "KV cache holds")) > 218  # more memory, more sequences
-    at.selectbox(key="gpu").set_value("L4").run()
+    assert _metric(at, "Total at the knee") != "3,284"
+    at.selectbox(key="w:gpu").set_value("L4").run()
     assert any("2,048" in c.value for c in at.caption)  # vLLM's defaults for the L4
+    assert build(Params(gpu="L4")).budget == default_batch_limits("L4")["max_num_batched_tokens"]
 
 
-def test_own_limits_move_the_cap_and_vllms_check_is_shown():
+def test_weights_and_tensor_parallelism_follow_sim():
+    base = build(Params())
+    fp8 = build(Params(dtype="fp8"))
+    tp2 = build(Params(tp=2))
+    assert fp8.weight_gb == pytest.approx(base.weight_gb / 2, rel=0.05)
+    assert fp8.one_step_ms < base.one_step_ms
+    assert tp2.weight_gb == pytest.approx(base.weight_gb / 2, rel=0.05)
+    assert tp2.kv_cap > base.kv_cap  # half the weights and half the KV per GPU
     at = run_page(PAGE)
-    at.toggle(key="defaults").set_value(False).run()
-    at.slider(key="seqs").set_value(64).run()
+    at.selectbox(key="w:dtype").set_value("fp8").run()
+    assert _metric(at, "Total at the knee") != "3,284" or _metric(at, "Knee") != "32"
+    at.selectbox(key="w:tp").set_value(2).run()
+    assert _as_int(_metric(at, "KV cache holds")) == build(Params(dtype="fp8", tp=2)).kv_cap
+
+
+def test_a_model_that_does_not_fit_is_explained_and_reaches_nothing():
+    at = run_page(PAGE)
+    at.selectbox(key="w:model").set_value("Llama-3.1-70B").run()
+    assert any("could not load this model" in w.value for w in at.warning)
+    assert _metric(at, "Runs at most") == "0"
+    r = build(Params(model="Llama-3.1-70B"))
+    assert not r.fits and r.kv_cap == 0 and not r.can_serve
+    anim = _anim(at)
+    assert len(anim["frames"]) == 1  # nothing is reachable: the animation stays at one sequence
+    at.selectbox(key="w:tp").set_value(4).run()
+    assert not any("could not load this model" in w.value for w in at.warning)
+    assert _as_int(_metric(at, "Runs at most")) > 0
+
+
+def test_own_limits_start_at_the_gpus_defaults_move_the_cap_and_vllms_check_is_shown():
+    at = _own_limits(run_page(PAGE))
+    assert at.select_slider(key="w:tput-budget").value == 8192  # the H100's defaults
+    assert at.slider(key="w:tput-seqs").value == 1024
+    at.slider(key="w:tput-seqs").set_value(64).run()
     text = " ".join(m.value for m in at.markdown)
     assert "`max_num_seqs` = 64" in text and "**64 sequences**" in text
-    at.select_slider(key="budget").set_value(256).run()
-    at.slider(key="seqs").set_value(512).run()
+    assert _metric(at, "Runs at most") == "64"
+    cap = _named(_curve_chart(at), "max_num_seqs")
+    assert cap["x"] == [64, 64]
+    at.select_slider(key="w:tput-budget").set_value(256).run()
+    at.slider(key="w:tput-seqs").set_value(512).run()
     assert any("greater than or equal to max_num_seqs" in w.value for w in at.warning)
+    # The budget sizes the activation memory, so it moves the KV cache's room.
+    assert (
+        build(Params(vllm_defaults=False, max_num_batched_tokens=256)).kv_cap
+        > build(Params(vllm_defaults=False, max_num_batched_tokens=32768)).kv_cap
+    )
 
 
-def test_the_animation_grows_the_concurrency():
+def test_every_metric_follows_its_control():
+    moves = {
+        "Knee": ("select_slider", "w:tput-context", 8192),
+        "Total at the knee": ("selectbox", "w:gpu", "H200"),
+        "Largest within": ("slider", "w:tput-itl", 30),
+        "KV cache holds": ("select_slider", "w:tput-context", 512),
+        "Runs at most": ("slider", "w:tput-seqs", 100),
+    }
+    for start, (kind, key, value) in moves.items():
+        at = _own_limits(run_page(PAGE)) if key == "w:tput-seqs" else run_page(PAGE)
+        before = _metric(at, start)
+        getattr(at, kind)(key=key).set_value(value).run()
+        assert _metric(at, start) != before, start
+
+
+# -- the animation ---------------------------------------------------------------------------
+def _frames_n(anim: dict) -> list[int]:
+    return [f["data"][0]["x"][0] for f in anim["frames"]]
+
+
+def test_the_animation_grows_the_concurrency_up_to_what_the_engine_reaches():
     at = run_page(PAGE)
-    anim = _chart(at, "a step takes")
+    anim = _anim(at)
     frames = anim["frames"]
     assert 2 <= len(frames) <= 200
+    ns = _frames_n(anim)
+    assert ns == sorted(ns) and ns[0] == 1
+    assert ns[-1] == 218  # the KV-cache limit the static chart draws, not 1,024
     totals = [f["data"][0]["y"][0] for f in frames]
     users = [f["data"][1]["y"][0] for f in frames]
-    ns = [f["data"][0]["x"][0] for f in frames]
-    assert ns == sorted(ns) and ns[0] == 1 and ns[-1] == 1024
-    assert totals[-1] > totals[0] * 10 and users[-1] < users[0] / 5
+    assert totals[-1] > totals[0] * 10 and users[-1] < users[0] / 3
     steps = [sum(f["data"][2]["y"]) for f in frames]
     assert all(b >= a for a, b in zip(steps, steps[1:], strict=False))  # steps only grow
-    assert steps[-1] > 5 * steps[0]
+    assert steps[-1] > 3 * steps[0]
+    c = decode_curves("H100-SXM", "Llama-3.1-8B", 1, "bf16", 2048)
+    assert totals == pytest.approx([float(c.total[n - 1]) for n in ns])
 
 
+def _opening(anim: dict) -> int:
+    """The concurrency the animation opens at: its slider, its dot and its frame agree."""
+    active = anim["layout"]["sliders"][0]["active"]
+    n = _frames_n(anim)[active]
+    assert anim["layout"]["sliders"][0]["steps"][active]["label"] == f"{n:,}"
+    dot = anim["data"][4]
+    assert dot["x"] == [n]
+    assert anim["layout"]["title"]["text"].startswith(f"{n:,} sequence")
+    return n
+
+
+def test_the_animation_opens_at_the_latency_targets_pick_and_follows_it():
+    at = run_page(PAGE)
+    assert _opening(_anim(at)) == 128  # the star
+    at.slider(key="w:tput-itl").set_value(25).run()
+    assert _opening(_anim(at)) == build(Params(itl_target_ms=25)).pick == 178
+    at.slider(key="w:tput-itl").set_value(5).run()
+    assert _opening(_anim(at)) == 1  # nothing meets 5 ms: the closest is one sequence
+
+
+def test_max_num_seqs_below_the_pick_ends_the_animation_there():
+    at = _own_limits(run_page(PAGE), seqs=64)
+    anim = _anim(at)
+    assert _frames_n(anim)[-1] == 64
+    assert _opening(anim) == 64
+    at.slider(key="w:tput-seqs").set_value(500).run()
+    anim = _anim(at)
+    assert _frames_n(anim)[-1] == 218  # the KV cache stops it first
+    assert _opening(anim) == 128
+
+
+# -- links and extremes ----------------------------------------------------------------------
+def test_a_bad_link_is_reported_and_replaced_by_the_default():
+    at = run_page(PAGE, query={"tput-itl": "500", "tput-context": "3000"})
+    warned = " ".join(w.value for w in at.warning)
+    assert "tput-itl" in warned and "tput-context" in warned
+    assert _metric(at, "Largest within 20 ms") == "128"
+
+
+@pytest.mark.parametrize("high", [False, True], ids=["min", "max"])
+def test_every_control_at_its_extremes_runs_clean(high):
+    at = run_page(PAGE)
+    at.toggle(key="w:tput-defaults").set_value(False).run()
+    for kind, key in [
+        ("selectbox", "w:gpu"),
+        ("selectbox", "w:model"),
+        ("selectbox", "w:dtype"),
+        ("selectbox", "w:tp"),
+        ("select_slider", "w:tput-context"),
+        ("slider", "w:tput-itl"),
+        ("select_slider", "w:tput-budget"),
+        ("slider", "w:tput-seqs"),
+    ]:
+        widget = getattr(at, kind)(key=key)
+        if kind == "selectbox":
+            widget.select_index(len(widget.options) - 1 if high else 0)
+        elif kind == "select_slider":
+            widget.set_value(int(widget.proto.options[-1 if high else 0]))
+        else:
+            widget.set_value(int(widget.proto.max if high else widget.proto.min))
+        at.run()
+        assert not at.exception, (key, [e.value for e in at.exception])
+    at.toggle(key="w:tput-defaults").set_value(True).run()
+    assert not at.exception
+
+
+# -- quiz and exercises ----------------------------------------------------------------------
 def test_quiz_grades_and_awards_xp_once():
     assert len(lesson("throughput_curve").bank().questions) >= 6
     at = assert_quiz_awards_xp_once(PAGE, "throughput_curve", "lever")
@@ -166,6 +397,7 @@ def test_quiz_grades_and_awards_xp_once():
     box = next(n for n in at.number_input if "sequences" in n.label)
     box.set_value(spec.draw(0).answer).run()
     at.button(key="exercise-throughput-curve-pick-check").click().run()
+    assert not at.exception
     assert at.session_state["progress"].xp == 20
 
 
@@ -182,11 +414,11 @@ def test_steady_state_matches_a_full_scheduler_sweep():
     )
     seqs = [8, 32, 128]
     runs = sweep_values(base, "max_num_seqs", seqs, workload, deployment=dep)
-    c = figures.compute(figures.Params(context=prompt + output // 2))  # mid-answer context
+    c = decode_curves("H100-SXM", "Llama-3.1-8B", 1, "bf16", prompt + output // 2)  # mid-answer
     for (_, row), k in zip(runs.iterrows(), seqs, strict=True):
         assert row["total_preemptions"] == 0
-        assert row["itl_ms_p50"] == pytest.approx(c["step_ms"][k - 1], rel=0.02)
-        assert row["output_tokens_per_s"] < c["total"][k - 1]  # prompts cost steps too
+        assert row["itl_ms_p50"] == pytest.approx(c.step_ms[k - 1], rel=0.02)
+        assert row["output_tokens_per_s"] < c.total[k - 1]  # prompts cost steps too
 
 
 def _reference_decode_ms(gpu: str, model: str, n: int, context: int) -> float:

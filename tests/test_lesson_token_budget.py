@@ -1,24 +1,44 @@
-"""Lesson "One token budget": the page, its opening numbers (vLLM's recording), its controls,
-the shared budget-fill timeline, the quiz and the exercises.
+"""Lesson "One token budget": its Readout by field, the page's controls, its opening numbers
+(vLLM's recording), the shared budget-fill timeline, the quiz and the exercises.
 
 Why: the lesson claims numbers (chunks of 2,040, 2,040 and 16; decoding from the 4th step) that
 vLLM's real scheduler recorded in tests/data/fig82.json, and claims directions (a bigger budget
-makes bigger chunks and fewer steps); these tests hold the page to both.
+makes bigger chunks and fewer steps, running requests and draft tokens leave less for the
+prompt, a cached prefix leaves less to compute); these tests hold the Readout to both, and the
+page to the Readout: every control moves the fields and the chart the way sim says.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from lessons.course import lesson
-from lessons.timeline import DECODE, PROMPT, budget_timeline, classify
+from lessons.kit import story
+from lessons.kit.controls import declared
+from lessons.kit.timeline import DECODE, PROMPT, budget_timeline, classify
 from lessons.token_budget import exercise, figures
+from lessons.token_budget.arithmetic import spec_arithmetic
+from lessons.token_budget.lesson import (
+    LONG_OUTPUT,
+    PREFIX,
+    USER_PROMPT,
+    Params,
+    build,
+    setting,
+    simulate,
+)
 from sim.hardware import default_batch_limits, get_gpu, gpu_keys
 from sim.kv import cdiv
+from sim.scenarios import stream_then_cached_prompt, stream_then_prompt
+from sim.scheduler import run_steps
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 from tests.scenarios import load_recording
 
 PAGE = "pages/lesson_token_budget.py"
+TEXT = lesson("token_budget").text_path
 
 
 def _chart(at, title_start: str) -> dict:
@@ -28,6 +48,10 @@ def _chart(at, title_start: str) -> dict:
     raise AssertionError(f"no chart titled {title_start!r}")
 
 
+def _has_chart(at, title_start: str) -> bool:
+    return any(c["layout"]["title"]["text"].startswith(title_start) for c in charts(at))
+
+
 def _trace(chart: dict, name_start: str, axis: str = "y") -> list:
     for trace, values in zip(chart["data"], trace_values(chart, axis), strict=True):
         if str(trace.get("name", "")).startswith(name_start):
@@ -35,19 +59,33 @@ def _trace(chart: dict, name_start: str, axis: str = "y") -> list:
     raise AssertionError(f"no trace {name_start!r}")
 
 
-def _timeline(at) -> tuple[list[int], list[int], list[int]]:
-    """(steps, decode tokens, prompt-chunk tokens) of the page's timeline chart."""
+def _timeline(at) -> tuple[list[int], list[int], list[int], int]:
+    """(steps, decode tokens, prompt-chunk tokens, budget line) of the page's timeline chart."""
     chart = _chart(at, "One ")
     steps = [int(x) for x in _trace(chart, "prompt chunks", "x")]
     return (
         steps,
         [int(v) for v in _trace(chart, "decode tokens")],
         [int(v) for v in _trace(chart, "prompt chunks")],
+        int(_trace(chart, "token budget")[0]),
     )
 
 
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+def _metrics(at) -> list[tuple[str, str]]:
+    return [(m.label, m.value) for m in at.metric if m.label != "XP"]
+
+
+def _shows(at, r) -> None:
+    """The page shows Readout `r`: its metric row and its timeline's chunks."""
+    assert _metrics(at) == story.metrics(TEXT, "metrics", r)
+    steps, _, prompt, budget = _timeline(at)
+    assert budget == r.budget
+    chunks = [v for v in prompt if v]
+    assert chunks[0] == r.first_chunk and len(chunks) == r.num_chunks
+
+
+def _warnings(at) -> str:
+    return " ".join(w.value for w in at.warning)
 
 
 @pytest.fixture(scope="module")
@@ -55,81 +93,280 @@ def opening():
     return run_page(PAGE)
 
 
-def test_opening_state_is_the_recording(opening):
+# -- the seed: vLLM's Fig. 8.2 ---------------------------------------------------------------------
+
+
+def test_the_opening_readout_is_the_recording():
     """Fig. 8.2: chunks 2,040 / 2,040 / 16 in the steps vLLM recorded, decoding from step 6."""
     rec = load_recording("fig82")
     recorded = {s["step"]: s["num_scheduled_tokens"].get("long", 0) for s in rec["steps"]}
-    steps, decode, prompt = _timeline(opening)
-    by_step = dict(zip(steps, prompt, strict=True))
-    chunk_steps = [s for s in steps if by_step[s] and s > 1]
-    assert [by_step[s] for s in chunk_steps] == [2040, 2040, 16]
-    assert all(by_step[s] == recorded[s] for s in chunk_steps)
-    assert all(decode[steps.index(s)] == 8 for s in chunk_steps)
+    r = build(Params())
+    assert (r.gpu, r.budget, r.running, r.prompt) == ("L4", 2048, 8, 4096)
+    tokens = r.fill.request_tokens(r.long, PROMPT)
+    steps = np.flatnonzero(tokens) + 1
+    assert tokens[steps - 1].tolist() == [2040, 2040, 16]
+    assert all(tokens[s - 1] == recorded[s] for s in steps)
+    assert all(r.fill.decode[s - 1] == 8 for s in steps)
     first_decode = rec["per_request"]["long"]["first_token_step"] + 1
-    assert max(chunk_steps) + 1 == first_decode == 6
-    assert _metric(opening, "First chunk") == "2,040 tokens"
-    assert _metric(opening, "Steps with a chunk") == "3"
-    assert _metric(opening, "First decode, counted from arrival") == "4th step"
-    text = " ".join(m.value for m in opening.markdown)
-    assert "2,040, 2,040 and 16" in text and "4th step" in text
+    assert r.first_decode_step == first_decode == 6
+    assert (r.first_chunk, r.last_chunk, r.num_chunks) == (2040, 16, 3)
+    assert (r.arrival, r.first_chunk_step, r.first_token_step) == (3, 3, 5)
+    assert (r.decode_ordinal, r.decode_ordinal_text) == (4, "4th")
+    assert r.chunk_list == "2,040, 2,040 and 16"
+    assert (r.running_at_arrival, r.left_after_decodes) == (8, 2040)
+    assert round(r.ttft_ms) == 806
+    assert r.runs and not (r.bad_limits or r.no_weights or r.too_long or r.no_room or r.capped)
 
 
-def test_opening_defaults_are_vllms_for_the_l4(opening):
-    assert opening.toggle(key="tb-defaults").value is True
+def test_the_page_opens_at_the_recording(opening):
+    r = build(Params())
+    _shows(opening, r)
+    steps, decode, prompt, _ = _timeline(opening)
+    assert [p for p in prompt if p] == [2040, 2040, 16]
+    assert all(decode[steps.index(s)] == 8 for s in steps if prompt[steps.index(s)])
+    assert dict(_metrics(opening))["First chunk"] == "2,040 tokens"
+    assert not opening.warning and not opening.exception
+
+
+def test_the_opening_limits_are_vllms_for_the_l4(opening):
+    assert opening.toggle(key="w:tb-defaults").value is True
     limits = default_batch_limits("L4")
-    assert limits["max_num_batched_tokens"] == 2048
+    r = build(Params())
+    assert (r.budget, r.max_num_seqs) == (limits["max_num_batched_tokens"], limits["max_num_seqs"])
+    assert _timeline(opening)[3] == limits["max_num_batched_tokens"] == 2048
+    note = " ".join(c.value for c in opening.caption)
+    assert "**2,048**" in note and "**256**" in note
+
+
+def test_the_animation_opens_at_the_first_chunk(opening):
     chart = _chart(opening, "One ")
-    assert _trace(chart, "token budget")[0] == limits["max_num_batched_tokens"]
+    slider = chart["layout"]["sliders"][0]
+    r = build(Params())
+    assert slider["steps"][slider["active"]]["label"] == str(r.first_chunk_step) == "3"
+    cursor = next(t for t in chart["data"] if t.get("name") == "current step")
+    x = [v for v in trace_values({"data": [cursor]}, "x")[0] if v is not None]
+    assert min(x) < r.first_chunk_step < max(x)
 
 
-def test_bigger_budget_gives_bigger_chunks_and_fewer_steps():
-    at = run_page(PAGE, query={"tb-defaults": "false", "tb-budget": "1024"})
-    _, _, small = _timeline(at)
-    at.select_slider(key="tb-budget").set_value(4096).run()
+# -- the clock and the scenario come from sim ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        Params(),
+        Params(decodes=48, prompt=16384, cached_pct=50),
+        Params(vllm_defaults=False, max_num_batched_tokens=512, decodes=100, prompt=3072),
+    ],
+)
+def test_the_timed_run_schedules_like_the_step_replay(p):
+    """The clock does not change the schedule: the timed run (sim.timed) and a step replay of the
+    same scenario (sim.scenarios) schedule the same tokens; TTFT is sim.metrics' (the steps from
+    the arrival to the first token)."""
+    s = setting(p)
+    replay = simulate(s)
+    sc = replay.scenario
+    steps = run_steps(replay.run.config, sc.workload())
+    assert np.array_equal(steps.num_scheduled_tokens, replay.run.num_scheduled_tokens)
+    first = int(replay.run.first_token_step[sc.long_index])
+    window = replay.run.step_ms[sc.arrival() - 1 : first]
+    assert replay.ttft_ms == pytest.approx(float(window.sum()), abs=1e-3)
+
+
+def test_without_a_cached_prefix_the_workload_is_stream_then_prompt():
+    a = stream_then_cached_prompt(8, USER_PROMPT, 4096, 2048, long_output_tokens=LONG_OUTPUT)
+    b = stream_then_prompt(8, USER_PROMPT, 4096, 2048, long_output_tokens=LONG_OUTPUT)
+    wa, wb = a.workload(), b.workload()
+    for name in ("prompt_tokens", "output_tokens", "arrival_step", "prefix_id", "prefix_tokens"):
+        assert np.array_equal(getattr(wa, name), getattr(wb, name)), name
+    assert a.long_index == b.long_index == 8
+
+
+def test_block_counts_follow_the_config():
+    r = build(Params(prompt=16384, cached_pct=75))
+    assert r.block_size == r.run.config.block_size
+    assert r.hit_tokens % r.block_size == 0 and 0 < r.hit_tokens <= r.cached
+    assert r.pool_blocks == r.run.config.kv_blocks_usable
+
+
+# -- each control moves the Readout and the chart --------------------------------------------------
+
+
+def test_the_gpu_picks_its_defaults_and_moves_the_highlight():
+    at = run_page(PAGE)
+    at.selectbox(key="w:gpu").set_value("H100-SXM").run()
     assert not at.exception
-    _, _, big = _timeline(at)
-    assert max(big) > max(small)
-    assert sum(1 for v in big if v) < sum(1 for v in small if v)
+    r = build(Params(gpu="H100-SXM"))
+    assert r.budget == default_batch_limits("H100-SXM")["max_num_batched_tokens"] == 8192
+    _shows(at, r)
+    assert r.num_chunks == 1 and r.first_chunk == 4096  # the whole prompt fits next to 8 decodes
+    bars = _chart(at, "vLLM's default token budget")["data"][0]["marker"]["color"]
+    keys = list(r.defaults_keys)
+    assert len(set(bars)) == 2 and bars.count(bars[keys.index("H100-SXM")]) == 1
 
 
-def test_url_sets_the_state_and_more_decodes_leave_less():
+def test_a_model_that_does_not_fit_says_so():
+    at = run_page(PAGE)
+    at.selectbox(key="w:model").set_value("Llama-3.1-70B").run()
+    assert not at.exception
+    r = build(Params(model="Llama-3.1-70B"))
+    assert r.no_weights and not r.runs
+    assert story.text(TEXT, "problem-no-weights", r) in _warnings(at)
+    assert not _has_chart(at, "One ") and not _metrics(at)
+    assert _has_chart(at, "vLLM's default token budget")  # the GPU's defaults still show
+
+
+def test_fp8_and_tensor_parallel_shorten_the_wait():
+    base = build(Params())
+    fp8, tp2 = build(Params(dtype="fp8")), build(Params(tp=2))
+    assert fp8.ttft_ms < base.ttft_ms and tp2.ttft_ms < base.ttft_ms
+    assert fp8.pool_blocks > base.pool_blocks and tp2.pool_blocks > base.pool_blocks
+    assert fp8.num_chunks == tp2.num_chunks == base.num_chunks  # the budget, not the GPU, cuts
+    at = run_page(PAGE)
+    at.selectbox(key="w:dtype").set_value("fp8").run()
+    assert dict(_metrics(at))["Time to first token"] == f"{fp8.ttft_ms:,.0f} ms"
+    at.selectbox(key="w:tp").set_value(2).run()
+    assert not at.exception
+    assert (
+        dict(_metrics(at))["Time to first token"]
+        == f"{build(Params(dtype='fp8', tp=2)).ttft_ms:,.0f} ms"
+    )
+
+
+def test_fp8_on_a_gpu_without_it_falls_back_to_bf16():
+    r = build(Params(gpu="A10G", dtype="fp8"))
+    assert r.dtype == "BF16" and r.ttft_ms == build(Params(gpu="A10G")).ttft_ms
+
+
+def test_a_bigger_budget_gives_bigger_chunks_and_fewer_steps():
+    at = run_page(PAGE, query={"tb-defaults": "0", "tb-budget": "1024"})
+    assert at.select_slider(key="w:tb-budget").value == 1024
+    small = build(Params(vllm_defaults=False, max_num_batched_tokens=1024))
+    _shows(at, small)
+    at.select_slider(key="w:tb-budget").set_value(4096).run()
+    assert not at.exception
+    big = build(Params(vllm_defaults=False, max_num_batched_tokens=4096))
+    _shows(at, big)
+    assert big.first_chunk > small.first_chunk and big.num_chunks < small.num_chunks
+    assert small.first_chunk == 1024 - 8 and small.num_chunks == cdiv(4096, 1016)
+
+
+def test_the_sliders_hide_with_the_defaults():
+    at = run_page(PAGE)
+    assert not [s for s in at.select_slider if s.key == "w:tb-budget"]
+    at.toggle(key="w:tb-defaults").set_value(False).run()
+    assert at.select_slider(key="w:tb-budget").value == 2048
+    assert at.slider(key="w:tb-seqs").value == 256
+    assert "Switch off" not in " ".join(c.value for c in at.caption)
+
+
+def test_max_num_seqs_caps_the_running_requests():
+    at = run_page(PAGE, query={"tb-defaults": "0"})
+    at.slider(key="w:tb-seqs").set_value(4).run()
+    r = build(Params(vllm_defaults=False, max_num_seqs=4))
+    assert r.capped and r.running == 3 and r.first_chunk == 2048 - 3
+    _shows(at, r)
+    assert story.text(TEXT, "capped", r) in _warnings(at)
+
+
+def test_a_budget_below_max_num_seqs_is_refused_without_a_traceback():
+    at = run_page(PAGE, query={"tb-defaults": "0", "tb-budget": "256"})
+    at.slider(key="w:tb-seqs").set_value(1024).run()
+    assert not at.exception
+    r = build(Params(vllm_defaults=False, max_num_batched_tokens=256, max_num_seqs=1024))
+    assert r.bad_limits and not r.runs
+    assert story.text(TEXT, "bad-limits", r) in _warnings(at)
+    assert not _has_chart(at, "One ") and not _has_chart(at, "Budget arithmetic")
+
+
+def test_more_running_requests_leave_less_for_the_prompt():
     at = run_page(PAGE, query={"tb-decodes": "48"})
-    assert at.slider(key="tb-decodes").value == 48
-    assert _metric(at, "First chunk") == "2,000 tokens"
-    at.slider(key="tb-decodes").set_value(200).run()
-    assert _metric(at, "First chunk") == "1,848 tokens"
+    assert at.slider(key="w:tb-decodes").value == 48
+    _shows(at, build(Params(decodes=48)))
+    assert build(Params(decodes=48)).first_chunk == 2000
+    at.slider(key="w:tb-decodes").set_value(200).run()
+    r = build(Params(decodes=200))
+    _shows(at, r)
+    assert r.first_chunk == 1848 and r.running_at_arrival == 200
+    assert at.query_params["tb-decodes"] == "200"  # the link reproduces the page
 
 
-def test_longer_prompt_needs_more_steps_and_a_cached_prefix_fewer():
+def test_a_longer_prompt_needs_more_steps_and_a_cached_prefix_fewer():
     at = run_page(PAGE, query={"tb-prompt": "16384"})
-    long_steps = int(_metric(at, "Steps with a chunk"))
-    assert long_steps == cdiv(16384, 2040)
-    at.select_slider(key="tb-cached").set_value(75).run()
-    cached_steps = int(_metric(at, "Steps with a chunk"))
-    assert cached_steps < long_steps
-    text = " ".join(m.value for m in at.markdown)
-    assert "12,288" in text  # 75 % of the prompt, found in the cache
+    long = build(Params(prompt=16384))
+    _shows(at, long)
+    assert long.num_chunks == cdiv(16384, 2040) and long.cached_none
+    at.select_slider(key="w:tb-cached").set_value(75).run()
+    cached = build(Params(prompt=16384, cached_pct=75))
+    _shows(at, cached)
+    assert cached.cached_some and cached.hit_tokens == 12288  # 75 % of the prompt, in blocks
+    assert cached.needed == 16384 - 12288 and cached.num_chunks < long.num_chunks
+    assert cached.run.config.enable_prefix_caching and not long.run.config.enable_prefix_caching
+
+
+def test_prompts_that_cannot_run_say_why():
+    for prompt, flag in ((131072, "too_long"), (65536, "no_room")):
+        at = run_page(PAGE, query={"tb-prompt": str(prompt)})
+        r = build(Params(prompt=prompt))
+        assert getattr(r, flag) and not r.runs
+        assert story.text(TEXT, f"problem-{flag.replace('_', '-')}", r) in _warnings(at)
+        assert not _has_chart(at, "One ")
+    r = build(Params(prompt=65536))
+    assert cdiv(65536 + LONG_OUTPUT, r.block_size) > r.pool_blocks
 
 
 def test_draft_tokens_shrink_the_chunk():
     at = run_page(PAGE)
-    chart = _chart(at, "Budget arithmetic")
-    chunks = _trace(chart, "left for the prompt")
-    assert chunks[0] == 2040  # k = 0: the replay's own chunk
+    chunks = _trace(_chart(at, "Budget arithmetic"), "left for the prompt")
+    assert chunks[0] == build(Params()).first_chunk == 2040  # k = 0: the replay's own chunk
     assert all(a > b for a, b in zip(chunks, chunks[1:], strict=False))
-    at.slider(key="tb-k").set_value(4).run()
-    text = " ".join(m.value for m in at.markdown)
-    assert "**40**" in text and "**2,008**" in text  # 8 requests x 5 tokens; 2,048 - 40
+    at.slider(key="w:tb-k").set_value(4).run()
+    r = build(Params(k=4))
+    assert (r.spec_decode, r.spec_chunk) == (40, 2008)  # 8 requests x 5 tokens; 2,048 - 40
+    assert r.spec_same_steps and not (r.spec_k0 or r.spec_more_steps)
+    assert story.text(TEXT, "spec-numbers", r) in " ".join(m.value for m in at.markdown)
+    assert at.query_params["tb-k"] == "4"
+    widths = _chart(at, "Budget arithmetic")["data"][0]["marker"]["line"]["width"]
+    assert widths.index(max(widths)) == 4
+    assert build(Params(k=0)).spec_k0
+    assert build(Params(decodes=200, k=5)).spec_more_steps
 
 
-def test_prompts_that_cannot_run_say_why():
-    at = run_page(PAGE, query={"tb-prompt": "131072"})
-    assert any("refuses" in w.value for w in at.warning)
-    at = run_page(PAGE, query={"tb-prompt": "65536"})
-    assert any("KV-cache blocks" in w.value for w in at.warning)
+def test_reset_forgets_the_lessons_values():
+    at = run_page(PAGE, query={"tb-decodes": "48"})
+    at.slider(key="w:tb-k").set_value(5).run()
+    at.button(key="tb-reset").click().run()
+    assert not at.exception
+    assert at.slider(key="w:tb-decodes").value == Params().decodes
+    assert at.slider(key="w:tb-k").value == Params().k
+    assert not [k for k in at.query_params if str(k).startswith(f"{PREFIX}-")]
 
 
-def test_defaults_chart_follows_the_rule_for_every_gpu(opening):
+def test_every_control_at_its_extremes_runs_clean():
+    """Each control to its minimum and its maximum and back, one after the other, in one
+    session (with the limits' sliders shown)."""
+    at = run_page(PAGE, query={"tb-defaults": "0"})
+    for d in declared(Params):
+        key = f"w:{d.url_key(PREFIX)}"
+        back = False if d.name == "vllm_defaults" else d.default
+        for value in (d.spec.lowest(), d.spec.highest(), back):
+            widgets = [w for w in getattr(at, _kind(d.spec)) if w.key == key]
+            assert widgets, d.name
+            widgets[0].set_value(value).run()
+            assert not at.exception, (d.name, value, [e.value for e in at.exception])
+
+
+def _kind(spec) -> str:
+    from lessons.kit.controls import Choice, Integer, Steps, Toggle
+
+    kinds = {Choice: "selectbox", Steps: "select_slider", Integer: "slider", Toggle: "toggle"}
+    return kinds[type(spec)]
+
+
+# -- the defaults by GPU ---------------------------------------------------------------------------
+
+
+def test_the_defaults_chart_follows_the_rule_for_every_gpu(opening):
     chart = _chart(opening, "vLLM's default token budget")
     keys = _trace(chart, "default max_num_batched_tokens", "x")
     budgets = _trace(chart, "default max_num_batched_tokens")
@@ -138,12 +375,18 @@ def test_defaults_chart_follows_the_rule_for_every_gpu(opening):
         mem = get_gpu(key).cuda_memory_gib
         expected = 16384 if mem >= 160 else 8192 if mem >= 70 and "A100" not in key else 2048
         assert budget == expected, key
-    assert dict(zip(keys, budgets, strict=True))["L4"] == 2048
+    r = build(Params())
+    assert (r.tier_small_budget, r.tier_mid_budget, r.tier_large_budget) == (2048, 8192, 16384)
+    assert "L4" in r.tier_small_gpus and "H100-SXM" in r.tier_mid_gpus
 
 
-def test_quiz_grades_and_awards_xp_once(opening):
+# -- quiz and exercises ----------------------------------------------------------------------------
+
+
+def test_quiz_grades_and_awards_xp_once():
     assert len(lesson("token_budget").bank().questions) >= 6
-    assert_quiz_awards_xp_once(PAGE, "token_budget", "decodes_48")
+    at = assert_quiz_awards_xp_once(PAGE, "token_budget", "decodes_48")
+    assert not at.exception
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -155,51 +398,60 @@ def test_exercises_match_the_budget_rule(seed):
     assert chunk.answer == left
     assert steps.answer == cdiv(p["prompt"], left)
     assert steps.params == p
+    assert f"**{int(chunk.answer):,}**" in chunk.solution
     if seed == 0:
         assert (chunk.answer, steps.answer) == (2040, 3)
+
+
+# -- the speculative arithmetic and the timeline ---------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "p",
     [
-        figures.Params(),
-        figures.Params(decodes=48, prompt=16384),
-        figures.Params(budget=512, decodes=100, prompt=3072),
-        figures.Params(gpu="H100-SXM", budget=8192, max_num_seqs=1024, decodes=200),
-        figures.Params(decodes=48, cached_pct=50),
-        figures.Params(prompt=16384, cached_pct=75),
+        Params(),
+        Params(decodes=48, prompt=16384),
+        Params(vllm_defaults=False, max_num_batched_tokens=512, decodes=100, prompt=3072),
+        Params(
+            gpu="H100-SXM",
+            vllm_defaults=False,
+            max_num_batched_tokens=8192,
+            max_num_seqs=1024,
+            decodes=200,
+        ),
+        Params(decodes=48, cached_pct=50),
+        Params(prompt=16384, cached_pct=75),
     ],
 )
 def test_spec_arithmetic_at_k0_is_the_replay(p):
-    s = figures.simulate(p)
-    _, tokens = figures.long_chunks(s)
-    needed = figures.numbers(s)["needed"]
-    part = figures.spec_part(p, 0, needed)["numbers"]
-    assert (part["plain_chunk"], part["plain_steps"]) == (tokens[0], len(tokens))
-    a = figures.spec_arithmetic(p.budget, p.running, needed)
-    assert a["chunk"][0] == tokens[0]
-    assert a["steps"][0] == len(tokens)
+    r = build(replace(p, k=0))
+    assert (r.plain_chunk, r.plain_steps) == (r.first_chunk, r.num_chunks)
+    a = spec_arithmetic(r.budget, r.running, r.needed)
+    assert a["chunk"][0] == r.first_chunk and a["steps"][0] == r.num_chunks
 
 
-def test_timeline_classifies_every_scheduled_token():
-    s = figures.simulate(figures.Params(cached_pct=50, decodes=20))
-    fill = classify(s.run)
-    assert (fill.used == s.run.num_scheduled_tokens).all()
+def test_the_timeline_classifies_every_scheduled_token():
+    r = build(Params(cached_pct=50, decodes=20))
+    fill = classify(r.run)
+    assert (fill.used == r.run.num_scheduled_tokens).all()
     # The long request is prompt until it samples, then decode.
-    kinds = [kd for items in fill.items for q, _, kd in items if q == s.long]
+    kinds = [kd for items in fill.items for q, _, kd in items if q == r.long]
     first_decode = kinds.index(DECODE)
     assert set(kinds[:first_decode]) == {PROMPT} and set(kinds[first_decode:]) == {DECODE}
-    fig = budget_timeline(s.run, first_step=2, last_step=6, fill=fill)
+    fig = budget_timeline(r.run, first_step=2, last_step=6, fill=fill)
     assert len(fig["frames"]) == 5
     assert fig["layout"]["sliders"][0]["steps"][0]["label"] == "2"
 
 
 def test_long_timelines_are_sampled_and_say_so():
-    p = figures.Params(gpu="H100-SXM", budget=256, max_num_seqs=256, prompt=65536)
-    result = figures.build(p)
-    first, last = figures.window(result["scenario"])
-    assert last - first + 1 > 200
-    fig = result["timeline"]
+    p = Params(gpu="H100-SXM", vllm_defaults=False, max_num_batched_tokens=256, prompt=65536)
+    r = build(p)
+    span = r.window_last - r.window_first + 1
+    assert span > 200
+    fig = figures.timeline(r)
     assert len(fig["frames"]) == 200
-    assert f"200 of {last - first + 1} steps, evenly sampled" in fig["layout"]["title"]["text"]
-    assert result["numbers"]["num_chunks"] == cdiv(65536, 256 - 8)
+    assert f"200 of {span} steps, evenly sampled" in fig["layout"]["title"]["text"]
+    assert r.num_chunks == cdiv(65536, 256 - 8)
+    labels = [s["label"] for s in fig["layout"]["sliders"][0]["steps"]]
+    opened = int(labels[fig["layout"]["sliders"][0]["active"]])
+    assert abs(opened - r.first_chunk_step) <= span // 200 + 1

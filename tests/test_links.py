@@ -1,84 +1,133 @@
-"""Links carry a lesson's state in the URL; a bad value is reported, never a traceback."""
+"""Links carry a page's state in the URL; a bad value is reported as plain text and replaced by
+the default, never a traceback."""
 
 import pytest
 
 from tests.apptest_util import charts, run_page, trace_values
 
+COST = "pages/lesson_step_cost.py"
+
+
+def _warnings(at) -> str:
+    return " ".join(w.value for w in at.warning)
+
 
 def test_link_sets_the_lesson_state():
-    at = run_page("pages/lesson_step_cost.py", query={"gpu": "A100-80GB", "tokens": "4096"})
-    assert at.selectbox(key="gpu").value == "A100-80GB"
-    assert at.select_slider(key="tokens").value == 4096
-    # The marker of "your step" sits at the linked token count.
-    marker = charts(at)[0]["data"][-1]
+    at = run_page(COST, query={"gpu": "A100-80GB", "cost-tokens": "4096"})
+    assert at.selectbox(key="w:gpu").value == "A100-80GB"
+    assert at.select_slider(key="w:cost-tokens").value == 4096
+    marker = charts(at)[0]["data"][-1]  # "your step" sits at the linked token count
     assert trace_values({"data": [marker]}, "x")[0] == [4096, 4096]
     assert not at.warning
 
 
 @pytest.mark.parametrize(
-    ("query", "shown"),
+    ("query", "key"),
     [
-        ({"gpu": "ZZ-9000"}, "gpu=ZZ-9000"),
-        ({"tokens": "3"}, "tokens=3"),
-        ({"decodes": "-4"}, "decodes=-4"),
-        ({"decodes": "lots"}, "decodes=lots"),
-        ({"tp": "3"}, "tp=3"),
+        ({"gpu": "ZZ-9000"}, "gpu"),
+        ({"cost-tokens": "3"}, "cost-tokens"),
+        ({"cost-decodes": "-4"}, "cost-decodes"),
+        ({"cost-decodes": "lots"}, "cost-decodes"),
+        ({"tp": "3"}, "tp"),
     ],
 )
-def test_bad_link_value_is_reported_and_replaced(query, shown):
-    at = run_page("pages/lesson_step_cost.py", query=query)
-    messages = " ".join(w.value for w in at.warning)
-    assert shown in messages and "Showing the default" in messages
+def test_bad_link_value_is_reported_and_replaced(query, key):
+    at = run_page(COST, query=query)
+    assert f"This link sets {key} to" in _warnings(at)
+    assert "Showing" in _warnings(at)
+    assert at.metric[0].value  # the page still draws, at the default
+
+
+def test_a_hostile_value_is_escaped_and_cut():
+    hostile = "`[Log in again here](https://evil.example/login)`" + "x" * 5000
+    at = run_page(COST, query={"cost-tokens": hostile})
+    message = _warnings(at)
+    assert "\\[Log in again here\\]\\(h\u200bttps\\:" in message  # every mark escaped
+    assert len(message) < 400
 
 
 def test_bad_tokens_in_calculator_give_a_message():
     at = run_page("pages/playground.py")
-    at.text_input(key="tokens").set_value("1, two, 3").run()
+    at.text_input(key="w:calc-tokens").set_value("1, two, 3").run()
     assert not at.exception
     assert any("two" in e.value for e in at.error)
 
 
-@pytest.mark.parametrize("page", ["pages/lesson_step_cost.py", "pages/playground.py"])
+@pytest.mark.parametrize("page", [COST, "pages/playground.py"])
 def test_a_weights_link_reopens_as_shown(page):
     """The URL carries the label the learner sees (FP8); reopening it gives FP8, no warning."""
     at = run_page(page, query={"gpu": "L4", "dtype": "FP8"})
-    assert at.selectbox(key="dtype").value == "fp8"
+    assert at.selectbox(key="w:dtype").value == "fp8"
     assert not at.warning
-    title = charts(at)[0]["layout"]["title"]["text"]
-    assert "FP8" in title
+    assert "FP8" in charts(at)[0]["layout"]["title"]["text"]
 
 
 def test_a_lowercase_weights_link_is_reported():
-    at = run_page("pages/lesson_step_cost.py", query={"dtype": "fp8"})
-    messages = " ".join(w.value for w in at.warning)
-    assert "dtype=fp8" in messages and "BF16, FP8" in messages
+    at = run_page(COST, query={"dtype": "fp8"})
+    assert "This link sets dtype to" in _warnings(at) and "BF16, FP8" in _warnings(at)
 
 
 def test_fp8_falls_back_to_bf16_on_a_gpu_without_it():
     """A10G has no FP8 tensor cores: a link asking for FP8 shows BF16 and says so; moving from
     an FP8 GPU to it resets the choice, so the widget and the URL agree."""
-    at = run_page("pages/lesson_step_cost.py", query={"gpu": "A10G", "dtype": "FP8"})
+    at = run_page(COST, query={"gpu": "A10G", "dtype": "FP8"})
     assert "no FP8" in " ".join(c.value for c in at.caption)
     assert "BF16" in charts(at)[0]["layout"]["title"]["text"]
-    at = run_page("pages/lesson_step_cost.py", query={"gpu": "H100-SXM", "dtype": "FP8"})
-    assert at.selectbox(key="dtype").value == "fp8"
-    at.selectbox(key="gpu").set_value("A10G").run()
-    assert at.selectbox(key="dtype").value == "bf16"
+    at = run_page(COST, query={"gpu": "H100-SXM", "dtype": "FP8"})
+    assert at.selectbox(key="w:dtype").value == "fp8"
+    at.selectbox(key="w:gpu").set_value("A10G").run()
+    assert at.selectbox(key="w:dtype").value == "bf16"
     assert "BF16" in charts(at)[0]["layout"]["title"]["text"]
-    at.selectbox(key="gpu").set_value("H100-SXM").run()
-    assert at.selectbox(key="dtype").value == "bf16"  # not FP8 again behind the learner's back
-    assert at.query_params.get("dtype") in (None, [], "BF16", ["BF16"])
+    at.selectbox(key="w:gpu").set_value("H100-SXM").run()
+    assert at.selectbox(key="w:dtype").value == "bf16"  # not FP8 again behind the learner's back
 
 
-@pytest.mark.parametrize("value", ["9999", "abc", "0"])
-def test_a_bad_step_in_a_link_is_reported(value):
-    at = run_page("pages/lesson_step_loop.py", query={"sl-step": value})
-    messages = " ".join(w.value for w in at.warning)
-    assert f"sl-step={value}" in messages and "Showing the default (1)" in messages
-    assert at.slider(key="sl-step").value == 1
+def test_settings_follow_the_learner_but_lesson_values_do_not():
+    """GPU is shared: changed on one lesson, the next opens with it. A lesson's own values
+    (the token count) stay with that lesson, and a lesson's own default is untouched."""
+    at = run_page(COST)
+    at.selectbox(key="w:gpu").set_value("A100-80GB").run()
+    at.select_slider(key="w:cost-tokens").set_value(16384).run()
+    at.switch_page("pages/playground.py").run()
+    assert at.selectbox(key="w:gpu").value == "A100-80GB"
+    assert at.text_input(key="w:calc-tokens").value == "1, 64, 512, 2048, 8192"
+    at.switch_page(COST).run()
+    assert at.select_slider(key="w:cost-tokens").value == 16384
 
 
-def test_a_good_step_in_a_link_opens_there():
-    at = run_page("pages/lesson_step_loop.py", query={"sl-step": "7"})
-    assert at.slider(key="sl-step").value == 7
-    assert not at.warning
+def test_reset_puts_the_lessons_own_controls_back():
+    at = run_page(COST)
+    at.selectbox(key="w:gpu").set_value("L4").run()
+    at.select_slider(key="w:cost-tokens").set_value(16384).run()
+    at.button(key="cost-reset").click().run()
+    assert at.select_slider(key="w:cost-tokens").value == 2048
+    assert at.selectbox(key="w:gpu").value == "L4"  # a setting that follows the learner stays
+
+
+def _page_keys():
+    import importlib
+
+    from lessons.course import lessons
+    from lessons.kit.controls import declared
+
+    out = []
+    for page, module in [(x.page, f"lessons.{x.id}.lesson") for x in lessons()] + [
+        ("pages/playground.py", "lessons.calculator.tool")
+    ]:
+        mod = importlib.import_module(module)
+        out.append((page, [d.url_key(mod.PREFIX) for d in declared(mod.Params)]))
+    return out
+
+
+@pytest.mark.parametrize(("page", "keys"), _page_keys(), ids=[p for p, _ in _page_keys()])
+def test_every_link_value_of_every_page_is_checked_and_escaped(page, keys):
+    """Every URL key a page reads, set to a hostile value: no traceback, one plain-text message
+    per key, each value cut short and every Markdown mark in it escaped."""
+    hostile = "`[x](https://evil.example)`\n# H\n" + "z" * 3000
+    at = run_page(page, query={key: hostile for key in keys})
+    assert not at.exception
+    messages = [w.value for w in at.warning if "This link sets" in w.value]
+    assert len(messages) == len(keys)
+    for message in messages:
+        assert "\\`\\[x\\]\\(h\u200bttps\\:\\/\\/evil\\.example\\)\\`" in message
+        assert "\n#" not in message and len(message) < 400

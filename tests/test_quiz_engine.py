@@ -1,11 +1,25 @@
-"""The quiz engine's rules: bank validation, XP once per question, perfect and lesson bonuses."""
+"""The quiz engine's rules: bank validation, XP from the first answer only, perfect and lesson
+bonuses, all derived from an answer log."""
+
+from dataclasses import replace
 
 import pytest
 
 from lessons.course import lessons
 from lessons.quiz.bank import BankError, load_bank
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.quiz.progress import XP_LESSON_DONE, XP_PERFECT_QUIZ, Progress
+from lessons.quiz.progress import (
+    XP_LESSON_DONE,
+    XP_PERFECT_QUIZ,
+    Answer,
+    derive,
+    feedback_for,
+    grade_exercise,
+    grade_question,
+    lesson_key,
+    max_xp,
+    perfect_key,
+)
 
 
 def _bank(tmp_path, body: str):
@@ -48,29 +62,92 @@ def _spec(answer: float) -> ExerciseSpec:
     )
 
 
+def _log(*answers):
+    """Give answers the sequence numbers a store would."""
+    return [replace(a, seq=i) for i, a in enumerate(answers, start=1)]
+
+
 def test_xp_rules_perfect_and_lesson_bonus(tmp_path):
     bank = _bank(tmp_path, Q.format(id="q1", answer=0) + Q.format(id="q2", answer=1))
     spec = _spec(100.0)
-    prog = Progress()
-    assert prog.answer_question(bank, "q1", "a").xp_gained == 10
-    # Second question right at the first try: +10 and the perfect-quiz bonus.
-    fb = prog.answer_question(bank, "q2", "b")
-    assert fb.xp_gained == 10 + XP_PERFECT_QUIZ
-    assert prog.maybe_finish_lesson(bank, (spec,)) == 0  # exercise not solved yet
-    assert not prog.answer_exercise("demo", spec, spec.draw(0), 90.0).correct
-    assert prog.answer_exercise("demo", spec, spec.draw(0), 103.0).xp_gained == 10
-    assert prog.maybe_finish_lesson(bank, (spec,)) == XP_LESSON_DONE
-    assert prog.maybe_finish_lesson(bank, (spec,)) == 0
-    assert prog.xp == 10 + 10 + XP_PERFECT_QUIZ + 10 + XP_LESSON_DONE
+    course = [(bank, (spec,))]
+    log = _log(grade_question(bank, "q1", "a"))
+    assert derive(log, course).xp == 10
+    # Second question right at the first answer: +10 and the perfect-quiz bonus.
+    log = _log(*log, grade_question(bank, "q2", "b"))
+    fb = feedback_for(log[-1], log, course, "because")
+    assert fb.xp_gained == 10 + XP_PERFECT_QUIZ and fb.first and fb.correct
+    prog = derive(log, course)
+    assert perfect_key("demo") in prog.awarded and lesson_key("demo") not in prog.awarded
+    log = _log(*log, grade_exercise("demo", spec, 0, 90.0))  # wrong: nothing, not finished
+    assert derive(log, course).xp == 10 + 10 + XP_PERFECT_QUIZ
+    log = _log(*log, grade_exercise("demo", spec, 0, 103.0))
+    fb = feedback_for(log[-1], log, course, "s")
+    assert fb.xp_gained == 10 + XP_LESSON_DONE  # the exercise and the lesson it finished
+    log = _log(*log, grade_exercise("demo", spec, 1, 101.0))  # solved again: nothing
+    prog = derive(log, course)
+    assert prog.xp == 10 + 10 + XP_PERFECT_QUIZ + 10 + XP_LESSON_DONE == max_xp(course)
+    assert prog.lesson_status("demo").finished and prog.finished == 1
 
 
-def test_no_perfect_bonus_after_a_wrong_first_try(tmp_path):
+def test_only_the_first_answer_to_a_question_counts(tmp_path):
     bank = _bank(tmp_path, Q.format(id="q1", answer=0) + Q.format(id="q2", answer=1))
-    prog = Progress()
-    assert prog.answer_question(bank, "q1", "b").xp_gained == 0
-    assert prog.answer_question(bank, "q1", "a").xp_gained == 10
-    assert prog.answer_question(bank, "q2", "b").xp_gained == 10
-    assert prog.xp == 20
+    course = [(bank, ())]
+    log = _log(grade_question(bank, "q1", "b"), grade_question(bank, "q1", "a"))
+    prog = derive(log, course)
+    assert prog.xp == 0 and prog.first == {"q:demo:q1": False}
+    later = feedback_for(log[-1], log, course, "because")
+    assert later.correct and not later.first and later.xp_gained == 0
+    assert later.explanation == "because"
+    log = _log(*log, grade_question(bank, "q2", "b"))
+    prog = derive(log, course)
+    # q2 pays; no perfect quiz (q1 was wrong at the first answer); every question answered
+    # (right or wrong) and no exercises to solve: the lesson is finished.
+    assert prog.xp == 10 + XP_LESSON_DONE
+    assert perfect_key("demo") not in prog.awarded and lesson_key("demo") in prog.awarded
+
+
+def test_a_wrong_answer_shows_the_explanation(tmp_path):
+    bank = _bank(tmp_path, Q.format(id="q1", answer=0) + Q.format(id="q2", answer=0))
+    log = _log(grade_question(bank, "q1", "c"))
+    fb = feedback_for(log[0], log, [(bank, ())], bank.question("q1").explanation)
+    assert not fb.correct and fb.explanation == "because" and fb.xp_gained == 0
+    # The last question answered, even wrongly, finishes the lesson: that answer brings the bonus.
+    log = _log(*log, grade_question(bank, "q2", "b"))
+    fb = feedback_for(log[-1], log, [(bank, ())], "because")
+    assert not fb.correct and fb.xp_gained == XP_LESSON_DONE
+
+
+def test_answers_outside_the_course_count_for_nothing(tmp_path):
+    """A removed question, a choice the bank does not have, an unknown exercise: no XP, and a
+    bad choice is not an answer (the question can still be answered for its XP)."""
+    bank = _bank(tmp_path, Q.format(id="q1", answer=0))
+    course = [(bank, (_spec(1.0),))]
+    log = _log(
+        Answer("q:demo:gone", True, choice="a"),
+        Answer("q:demo:q1", True, choice="not a choice"),
+        Answer("ex:demo:nope", True, seed=0, value=1.0),
+        Answer("q:other:q1", True, choice="a"),
+        grade_question(bank, "q1", "a"),
+    )
+    prog = derive(log, course)
+    assert prog.xp == 10 + XP_PERFECT_QUIZ
+    assert prog.awarded == {"q:demo:q1", "perfect:demo"}
+
+
+def test_derived_xp_never_exceeds_the_course():
+    """However many answers, right ones included, XP stops at what the course contains."""
+    from lessons.course import lessons
+
+    course = [(lsn.bank(), lsn.exercises()) for lsn in lessons()]
+    log = []
+    for _ in range(3):
+        for bank, specs in course:
+            log += [grade_question(bank, q.id, q.correct_choice) for q in bank.questions]
+            log += [Answer(f"ex:{bank.lesson}:{s.id}", True, seed=0, value=0.0) for s in specs]
+    prog = derive(_log(*log), course)
+    assert prog.xp == max_xp(course)
+    assert prog.finished == len(course)
 
 
 def test_exercise_tolerance():

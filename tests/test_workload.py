@@ -18,8 +18,9 @@ from sim.generators import (
     parse_spec,
     poisson_workload,
 )
+from sim.load import load_workload
 from sim.trace import read_trace_csv, write_trace_csv
-from sim.workload import Workload, load_workload
+from sim.workload import Workload
 
 SPEC = "poisson:rate=8,n=1000,prompt=lognormal:1024:0.8,output=uniform:16:512,seed=0"
 FIELDS = ("prompt_tokens", "output_tokens", "arrival_s", "priority", "tenant", "prefix_id")

@@ -1,23 +1,41 @@
-"""Drawing a figure dict with the house rules: theme colours, alt text, full width.
+"""Drawing a figure dict with the house style: the kit's template, alt text, full width.
 
-`st.plotly_chart` turns a dict into a `go.Figure` to validate it, which costs about 1 ms per
-frame and slider step (150 ms for a 40-frame animation) on every rerun. Our figures are plain
-dicts that tests/test_figure_rules.py validates once with Plotly, so here they are handed over
-as an already-built figure and serialized directly.
+Every chart gets the kit's house layout (lessons/kit/figures.py: readable text, theme colours,
+legend above the plot) as its template, and Streamlit's own chart theme is switched off so the
+house style is what a learner sees. `st.plotly_chart` turns a dict into a `go.Figure` to
+validate it, which costs about 1 ms per frame on every rerun; our figures are plain dicts that
+tests/test_figure_rules.py validates once with Plotly, so here they are handed over as an
+already-built figure and serialized directly.
 """
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 
 import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
+
+from lessons.kit.figures import HOUSE
+
+
+def _merge(base: dict, top: dict) -> dict:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 @cache
-def _template() -> dict:
-    """The layout template Plotly would add (Streamlit's, once streamlit is imported)."""
-    return go.Figure().to_dict()["layout"]["template"]
+def template() -> dict:
+    """Plotly's white template with the house layout on top."""
+    base = copy.deepcopy(pio.templates["plotly_white"].to_plotly_json())
+    base["layout"] = _merge(base.get("layout", {}), HOUSE)
+    return base
 
 
 class _Spec(go.Figure):
@@ -31,11 +49,11 @@ class _Spec(go.Figure):
         layout = self._spec.get("layout", {})
         if "template" in layout:
             return self._spec
-        return {**self._spec, "layout": {**layout, "template": _template()}}
+        return {**self._spec, "layout": {**layout, "template": template()}}
 
 
 def show(figure: dict, *, alt: str, key: str) -> None:
     """Render a Plotly figure dict; `alt` describes it for screen readers."""
     if not alt:
         raise ValueError("every chart needs alt text")
-    st.plotly_chart(_Spec(figure), key=key, alt=alt, theme="streamlit", width="stretch")
+    st.plotly_chart(_Spec(figure), key=key, alt=alt, theme=None, width="stretch")

@@ -2,7 +2,9 @@
 
 Grading happens in `on_click` callbacks, which run before the script reruns, so the XP in the
 sidebar is already up to date when the page draws (a grade computed in the script body would lag
-one rerun behind).
+one rerun behind). Each Check appends one answer to the learner's log (ui/state.py); the XP it
+earned is derived from the log, so only a question's first answer can pay. The explanation is
+shown after every answer, right or wrong. What a card shows after Check is session state only.
 """
 
 from __future__ import annotations
@@ -13,50 +15,90 @@ import streamlit as st
 
 from lessons.course import SITE_TEXT, Lesson
 from lessons.quiz.exercise import ANSWER_DECIMALS, ExerciseSpec
-from lessons.quiz.progress import Feedback, Progress
+from lessons.quiz.progress import (
+    XP_RULES,
+    Answer,
+    Feedback,
+    exercise_key,
+    feedback_for,
+    grade_exercise,
+    grade_question,
+    question_key,
+)
 from lessons.text import section
-from ui.state import progress
+from ui.state import course, progress, record
+
+FEEDBACK_KEY = "quiz-feedback"
 
 
 def _slug(*parts: str) -> str:
     return "-".join(p.replace("_", "-") for p in parts)
 
 
-def _show(feedback: Feedback | None) -> None:
+def _feedback() -> dict[str, Feedback]:
+    return st.session_state.setdefault(FEEDBACK_KEY, {})
+
+
+def _show(feedback: Feedback | None, *, question: bool) -> None:
     if feedback is None:
         return
     if feedback.correct:
-        gained = f" +{feedback.xp_gained} XP" if feedback.xp_gained else ""
-        st.success(
-            section(SITE_TEXT, "quiz-correct", {"gained": gained}), icon=":material/check_circle:"
-        )
+        if feedback.xp_gained:
+            name, gained = "quiz-correct", f" +{feedback.xp_gained} XP"
+        elif question and not feedback.first:
+            name, gained = "quiz-correct-later", ""
+        else:
+            name, gained = "quiz-correct", ""
+        st.success(section(SITE_TEXT, name, {"gained": gained}), icon=":material/check_circle:")
     else:
         st.error(section(SITE_TEXT, "quiz-wrong"), icon=":material/cancel:")
+        if feedback.xp_gained:  # the last answer of a lesson finishes it, right or wrong
+            gained = {"gained": feedback.xp_gained}
+            st.info(section(SITE_TEXT, "quiz-wrong-finished", gained), icon=":material/flag:")
     st.markdown(feedback.explanation)
+
+
+def _graded(answer: Answer, explanation: str) -> Feedback:
+    """Record the answer and say what it earned (if it could not be saved: the grade and the
+    explanation all the same, no XP; the sidebar says why)."""
+    written, prog = record([answer])
+    if not written:
+        return Feedback(correct=answer.correct, explanation=explanation, xp_gained=0)
+    return feedback_for(written[0], prog.log, course(), explanation)
 
 
 def _check_question(lesson: Lesson, question_id: str, radio_key: str) -> None:
     choice = st.session_state.get(radio_key)
-    prog = progress()
-    key = Progress.question_key(lesson.id, question_id)
+    key = question_key(lesson.id, question_id)
     if choice is None:
-        prog.feedback.pop(key, None)
+        _feedback().pop(key, None)
         st.session_state[f"{radio_key}-empty"] = True
         return
     st.session_state[f"{radio_key}-empty"] = False
-    prog.answer_question(lesson.bank(), question_id, choice)
-    prog.maybe_finish_lesson(lesson.bank(), lesson.exercises())
+    bank = lesson.bank()
+    _feedback()[key] = _graded(
+        grade_question(bank, question_id, choice), bank.question(question_id).explanation
+    )
 
 
 def _clear_feedback(key: str) -> None:
-    progress().feedback.pop(key, None)
+    _feedback().pop(key, None)
+
+
+def _answered_before(key: str) -> None:
+    """A question answered in an earlier session (or tab): say how its first answer went."""
+    first = progress().first.get(key)
+    if first is None or key in _feedback():
+        return
+    st.caption(section(SITE_TEXT, "quiz-answered-right" if first else "quiz-answered-wrong"))
 
 
 def render_quiz(lesson: Lesson) -> None:
     """Every question of a lesson's bank, each with its own Check button and feedback."""
-    prog = progress()
+    feedback = _feedback()
+    st.caption(section(SITE_TEXT, "quiz-first-answer-rule", XP_RULES))
     for number, q in enumerate(lesson.bank().questions, start=1):
-        key = Progress.question_key(lesson.id, q.id)
+        key = question_key(lesson.id, q.id)
         radio_key = _slug("quiz", lesson.id, q.id)
         with st.container(border=True):
             st.markdown(f"**{number}.** {q.prompt}")
@@ -77,18 +119,19 @@ def render_quiz(lesson: Lesson) -> None:
             )
             if st.session_state.get(f"{radio_key}-empty"):
                 st.warning(section(SITE_TEXT, "quiz-empty"))
-            _show(prog.feedback.get(key))
+            _answered_before(key)
+            _show(feedback.get(key), question=True)
 
 
 def _check_exercise(lesson: Lesson, spec: ExerciseSpec, seed: int, value_key: str) -> None:
-    prog = progress()
-    prog.answer_exercise(lesson.id, spec, spec.draw(seed), st.session_state.get(value_key))
-    prog.maybe_finish_lesson(lesson.bank(), lesson.exercises())
+    drawn = spec.draw(seed)
+    answer = grade_exercise(lesson.id, spec, seed, st.session_state.get(value_key), drawn=drawn)
+    _feedback()[exercise_key(lesson.id, spec.id)] = _graded(answer, drawn.solution)
 
 
 def _new_numbers(lesson: Lesson, spec: ExerciseSpec, seed_key: str) -> None:
     st.session_state[seed_key] = random.randrange(1, 1_000_000)
-    progress().feedback.pop(Progress.exercise_key(lesson.id, spec.id), None)
+    _feedback().pop(exercise_key(lesson.id, spec.id), None)
 
 
 def render_exercise(lesson: Lesson, spec: ExerciseSpec) -> None:
@@ -120,7 +163,10 @@ def render_exercise(lesson: Lesson, spec: ExerciseSpec) -> None:
             on_click=_new_numbers,
             args=(lesson, spec, seed_key),
         )
-        _show(progress().feedback.get(Progress.exercise_key(lesson.id, spec.id)))
+        key = exercise_key(lesson.id, spec.id)
+        if key in progress().solved and key not in _feedback():
+            st.caption(section(SITE_TEXT, "exercise-solved-before"))
+        _show(_feedback().get(key), question=False)
 
 
 def render_lesson_practice(lesson: Lesson) -> None:

@@ -2,10 +2,11 @@
 
 The numbers (budget, running decodes, prompt length) are drawn from a seed; seed 0 is the worked
 example of the course (4,096 tokens, 128 decodes, a 20,000-token prompt), built exactly like
-vLLM's recording of it (tests/data/exercise.json). Every answer comes from running the scenario
-through Stepwise's scheduler (`sim.scheduler.run_steps`) and timing its steps with the cost model
-(`sim.cost.step_costs`), never from the formula the solution explains. Draws are cached, because
-the quiz widget redraws the exercise on every rerun.
+vLLM's recording of it (tests/data/exercise.json). The workload is the course's shared scene
+(`sim.scenarios.stream_then_prompt`, the lesson's too), and every answer comes from a timed run
+of it through Stepwise's scheduler (`sim.scenarios.timed_run`, on the clock of sim.timed) read
+with sim.metrics, never from the formula the solution explains. Draws are cached, because the
+quiz widget redraws the exercise on every rerun.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import numpy as np
 from lessons.course import ROOT
 from lessons.quiz.exercise import Drawn, ExerciseSpec
 from lessons.text import section
+from sim import metrics
 from sim.config import SchedulerConfig
-from sim.cost import Deployment, step_costs
-from sim.run import Run
-from sim.scheduler import run_steps
+from sim.cost import Deployment
+from sim.scenarios import StreamThenPrompt, stream_then_prompt, timed_run
 from sim.workload import Workload
 
 TEXT = ROOT / "choosing_budget" / "text.md"
@@ -32,6 +33,9 @@ BUDGETS = (1024, 2048, 3072, 4096, 6144, 8192)
 DECODES = (16, 32, 48, 64, 96, 128, 192, 255)
 MAX_NUM_SEQS = 256
 MAX_MODEL_LEN = 32_768
+BLOCK_SIZE = SchedulerConfig.block_size
+WORKED = (4096, 128, 20_000)
+WORKED_USER_OUTPUT = 100  # the running users' output length in vLLM's recording
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class Scenario:
 def scenario(seed: int) -> Scenario:
     """Seed 0: the worked example; other seeds: a random budget, decode count and prompt."""
     if seed == 0:
-        return Scenario(4096, 128, 20_000)
+        return Scenario(*WORKED)
     rng = np.random.default_rng(seed)
     budget = int(rng.choice(BUDGETS))
     decodes = int(rng.choice([d for d in DECODES if d < budget // 2]))
@@ -55,56 +59,52 @@ def scenario(seed: int) -> Scenario:
     return Scenario(budget, decodes, prompt)
 
 
-def setup(s: Scenario) -> tuple[SchedulerConfig, Workload, int]:
-    """The scheduler configuration and workload of a draw, and the long prompt's arrival step.
-
-    `decodes` short requests arrive at step 1 and are all decoding before the long prompt
-    arrives; their outputs are long enough to keep them running until it is read in.
-    """
+def scene(s: Scenario) -> StreamThenPrompt:
+    """The draw as the shared scene: `decodes` short requests arrive at step 1 and are all
+    decoding before the long prompt arrives (at the step vLLM's recording has for seed 0); their
+    outputs are long enough to keep them running until it is read in."""
     arrive = -(-s.decodes * DECODE_PROMPT // (s.budget - s.decodes)) + 2
-    steps = -(-s.prompt // (s.budget - s.decodes))
-    decode_out = 100 if s == Scenario(4096, 128, 20_000) else arrive + steps + 8
-    prompts = [DECODE_PROMPT] * s.decodes + [s.prompt]
-    outputs = [decode_out] * s.decodes + [4]
-    arrivals = [1] * s.decodes + [arrive]
-    blocks = (s.decodes * (DECODE_PROMPT + decode_out) + s.prompt + 16) // 16 + s.decodes + 64
+    worked = s == Scenario(*WORKED)
+    return stream_then_prompt(
+        s.decodes,
+        DECODE_PROMPT,
+        s.prompt,
+        s.budget,
+        arrival_step=arrive,
+        user_output_tokens=WORKED_USER_OUTPUT if worked else None,
+    )
+
+
+def setup(s: Scenario) -> tuple[SchedulerConfig, Workload, int]:
+    """The scheduler configuration and workload of a draw, and the long prompt's arrival step."""
+    st = scene(s)
+    blocks = (s.decodes * (DECODE_PROMPT + st.outputs()) + s.prompt + 16) // BLOCK_SIZE
     config = SchedulerConfig(
         max_num_batched_tokens=s.budget,
         max_num_seqs=MAX_NUM_SEQS,
         max_model_len=MAX_MODEL_LEN,
-        num_gpu_blocks=max(blocks, 4000),
+        num_gpu_blocks=max(blocks + s.decodes + 64, 4000),
+        block_size=BLOCK_SIZE,
     )
     ids = [f"d{i}" for i in range(s.decodes)] + ["long"]
-    workload = Workload.build(prompts, outputs, arrival_step=arrivals, request_ids=ids)
-    return config, workload, arrive
-
-
-def step_ms(run: Run) -> np.ndarray:
-    """Every step of a run priced by the cost model (the exercise's GPU and model)."""
-    costs = step_costs(
-        Deployment(gpu=GPU, model=MODEL),
-        query_tokens=run.num_scheduled_tokens,
-        num_seqs=run.num_scheduled_seqs,
-        kv_read_tokens=run.kv_read_tokens,
-        attn_pairs=run.attn_pairs,
-    )
-    return np.asarray(costs.step_ms, dtype=np.float64)
+    return config, st.workload(request_ids=ids), st.arrival()
 
 
 @cache
 def solve(seed: int) -> dict:
-    """Run the draw through the scheduler and the cost model; return every answer."""
+    """Run the draw through the scheduler on the cost model's clock; return every answer."""
     s = scenario(seed)
     config, workload, arrive = setup(s)
-    run = run_steps(config, workload, record_detail=True)
-    long = workload.num_requests - 1
+    st = scene(s)
+    run = timed_run(st, config, Deployment(gpu=GPU, model=MODEL), record_detail=True)
+    long = st.long_index
     first = int(run.first_scheduled_step[long])
     last = int(run.first_token_step[long])
     chunks = []
     for d in run.detail[first - 1 : last]:
         hit = np.flatnonzero(d.scheduled_req == long)
         chunks.append(int(d.scheduled_tokens[hit[0]]) if hit.size else 0)
-    ms = step_ms(run)[first - 1 : last]
+    ttft_ms = float(metrics.request_metrics(run).ttft_ms[long])
     return {
         "scenario": s,
         "arrive": arrive,
@@ -112,8 +112,8 @@ def solve(seed: int) -> dict:
         "chunks": chunks,
         "chunk": chunks[0],
         "steps": last - first + 1,
-        "ttft_ms": float(ms.sum()),
-        "mean_ms": float(ms.mean()),
+        "ttft_ms": ttft_ms,
+        "mean_ms": float(np.mean(run.step_ms[first - 1 : last])),
     }
 
 

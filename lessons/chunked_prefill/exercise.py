@@ -1,29 +1,34 @@
-"""Exercises of lesson 3, drawn from a seed and answered by the simulator.
+"""Exercises of the chunked-prefill lesson, drawn from a seed and answered by the simulator.
 
 1. "Steps that carry the prompt": with chunked prefill, how many steps read a piece of a long
    prompt that arrives while users stream? The answer is read off a step replay of vLLM's
-   scheduler (sim.scheduler.run_steps). Seed 0 is the seed text's example: a budget of 2,048,
-   48 users streaming and an 8,000-token prompt, which takes 4 steps of 2,000 tokens.
+   scheduler (sim.scheduler.run_steps) on the lesson's scenario, sim.scenarios.stream_then_prompt.
+   Seed 0 is the seed text's example: a budget of 2,048, 48 users streaming and an 8,000-token
+   prompt, which takes 4 steps of 2,000 tokens.
 2. "The worst gap, with and without chunking": given the cost model's prices of the steps
    involved, by how much does chunking shorten the longest wait between two tokens? The answer
-   is the difference of the two lanes' worst gaps in lessons.chunked_prefill.figures, the same
-   runs the lesson's charts show.
+   is the difference of the two lanes' worst gaps in lesson.build(), the same timed runs the
+   lesson's charts show.
 
-Draws are cached: the practice page draws every exercise on every rerun.
+Prompts and solutions are sections of text.md. Draws are cached: the practice page draws every
+exercise on every rerun.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from functools import lru_cache
 
-from lessons.chunked_prefill import figures
+from lessons.chunked_prefill.lesson import BLOCK_SIZE, Params, build
+from lessons.course import ROOT
 from lessons.quiz.exercise import Drawn, ExerciseSpec
+from lessons.text import section
 from sim.config import SchedulerConfig
+from sim.kv import cdiv
+from sim.scenarios import stream_then_prompt
 from sim.scheduler import run_steps
-from sim.workload import Workload
 
+TEXT = ROOT / "chunked_prefill" / "text.md"
 BUDGETS = (512, 1024, 2048, 4096, 8192)
 STREAM_PROMPT = 512  # each streaming user's own prompt
 LEAD = 3  # decode steps between the last user's first token and the prompt's arrival
@@ -35,29 +40,33 @@ def prompt_steps(budget: int, users: int, prompt: int) -> dict[str, int]:
     Returns the arrival step, the first step that schedules the prompt, the step of its first
     token and the tokens of its first chunk.
     """
-    warm = math.ceil(users * STREAM_PROMPT / max(budget - users, 1)) + 1
+    warm = cdiv(users * STREAM_PROMPT, max(budget - users, 1)) + 1
     arrival = warm + LEAD + 1
-    outputs = arrival + math.ceil(prompt / max(budget - users, 1)) + 8
-    blocks = users * math.ceil((STREAM_PROMPT + outputs) / 16) + math.ceil((prompt + 4) / 16) + 2
+    scenario = stream_then_prompt(
+        users,
+        STREAM_PROMPT,
+        prompt,
+        budget,
+        user_output_tokens=arrival + cdiv(prompt, max(budget - users, 1)) + 8,
+        long_output_tokens=4,
+        arrival_step=arrival,
+    )
     config = SchedulerConfig(
         max_num_batched_tokens=budget,
         max_num_seqs=max(users + 1, 2),
         max_model_len=131_072,
-        num_gpu_blocks=blocks,
+        num_gpu_blocks=scenario.blocks_needed(BLOCK_SIZE),
+        block_size=BLOCK_SIZE,
         enable_chunked_prefill=True,
     )
-    wl = Workload.build(
-        [STREAM_PROMPT] * users + [prompt],
-        [outputs] * users + [4],
-        arrival_step=[1] * users + [arrival],
-    )
-    run = run_steps(config, wl)
-    first = int(run.first_scheduled_step[users])
+    run = run_steps(config, scenario.workload())
+    long = scenario.long_index
+    first = int(run.first_scheduled_step[long])
     seqs = int(run.num_scheduled_seqs[first - 1])
     return {
         "arrival_step": arrival,
         "first_step": first,
-        "first_token_step": int(run.first_token_step[users]),
+        "first_token_step": int(run.first_token_step[long]),
         "first_chunk": int(run.num_scheduled_tokens[first - 1]) - (seqs - 1),
     }
 
@@ -79,24 +88,21 @@ def draw_steps(seed: int) -> Drawn:
     r = prompt_steps(budget, users, prompt)
     steps = r["first_token_step"] - r["first_step"] + 1
     chunk = r["first_chunk"]
-    last = prompt - chunk * (steps - 1)
+    values = {
+        "budget": budget,
+        "users": users,
+        "prompt": prompt,
+        "chunk": chunk,
+        "steps": steps,
+        "last": prompt - chunk * (steps - 1),
+        "first_step": r["first_step"],
+        "first_token_step": r["first_token_step"],
+    }
     return Drawn(
-        prompt=(
-            f"Chunked prefill is on with a token budget of **{budget:,}**. **{users}** users "
-            f"are streaming, one token per step each, when a **{prompt:,}**-token prompt arrives. "
-            "How many steps carry a piece of that prompt (the last of them also produces its "
-            "first token)?"
-        ),
+        prompt=section(TEXT, "exercise-steps-prompt", values),
         answer=float(steps),
         unit="steps",
-        solution=(
-            f"The {users} streaming users are served first, one token each, which leaves "
-            f"{budget:,} − {users} = {chunk:,} tokens of every step for the prompt. "
-            f"{prompt:,} tokens in chunks of {chunk:,} take {steps} steps"
-            + (f" (the last chunk holds {last:,} tokens)." if steps > 1 else ".")
-            + " The simulated scheduler agrees: it reads the prompt in steps "
-            f"{r['first_step']} to {r['first_token_step']}."
-        ),
+        solution=section(TEXT, "exercise-steps-solution", values),
         rtol=0.0,
         atol=0.01,
         params={"budget": budget, "users": users, "prompt": prompt},
@@ -107,38 +113,37 @@ def draw_steps(seed: int) -> Drawn:
 def draw_gap(seed: int) -> Drawn:
     """Exercise 2: how much chunking shortens the worst wait between tokens."""
     budget, users, prompt = _draw_numbers(seed, budgets=(1024, 2048, 4096))
-    p = figures.Params(prompt_tokens=min(prompt, 32_000), users=users, budget=budget)
-    sim = figures.compute(p)
-    w, c = sim["lanes"]["whole"].stats, sim["lanes"]["chunked"].stats
-    e = sim["effective"]
-    answer = w["worst_gap_ms"] - c["worst_gap_ms"]
+    p = Params(
+        prompt_tokens=min(prompt, 32_000),
+        users=users,
+        vllm_defaults=False,
+        max_num_batched_tokens=budget,
+    )
+    r = build(p)
+    answer = r.whole_worst_gap_ms - r.chunked_worst_gap_ms
+    values = {
+        "users": r.users,
+        "model": r.model_name,
+        "gpu": r.gpu,
+        "prompt": r.prompt,
+        "budget": budget,
+        "decode_ms": r.decode_ms,
+        "chunk_min_ms": r.chunk_step_ms_min,
+        "chunk_max_ms": r.chunk_step_ms_max,
+        "whole_tokens": r.whole_step_tokens,
+        "whole_ms": r.whole_step_ms,
+        "whole_gap_ms": r.whole_worst_gap_ms,
+        "chunked_gap_ms": r.chunked_worst_gap_ms,
+        "answer": answer,
+    }
     return Drawn(
-        prompt=(
-            f"{e['users']} users stream from {p.model} on an {p.gpu} when a "
-            f"**{e['prompt']:,}**-token prompt arrives. The cost model prices the steps "
-            f"like this: a step with only the {e['users']} decodes takes "
-            f"**{c['decode_ms']:.1f} ms**; with a budget of {budget:,}, each step that also "
-            "carries a chunk of the prompt takes between "
-            f"**{c['prompt_step_ms_min']:.1f} and {c['prompt_step_ms_max']:.1f} ms**, "
-            "depending on the chunk's size and how much of the prompt it attends to; and a "
-            "step with the "
-            f"decodes plus the whole prompt ({w['prompt_tokens_in_step_max']:,} tokens) takes "
-            f"**{w['prompt_step_ms_max']:.1f} ms**. By how many milliseconds does chunked "
-            f"prefill (budget {budget:,}) shorten the longest wait between two tokens that a "
-            "streaming user sees?"
-        ),
+        prompt=section(TEXT, "exercise-gap-prompt", values),
         answer=float(answer),
         unit="ms",
-        solution=(
-            "A streaming user's wait between two tokens is the duration of the step between "
-            "them, so the longest wait is the longest step. Without chunking that is the step "
-            f"holding the whole prompt, {w['worst_gap_ms']:.1f} ms. With chunking it is the "
-            f"slowest chunk step, {c['worst_gap_ms']:.1f} ms. The difference is "
-            f"{answer:.1f} ms."
-        ),
+        solution=section(TEXT, "exercise-gap-solution", values),
         rtol=0.02,
         atol=0.2,
-        params={"budget": budget, "users": e["users"], "prompt": e["prompt"]},
+        params={"budget": budget, "users": r.users, "prompt": r.prompt},
     )
 
 

@@ -3,29 +3,36 @@
 `blocks_after_steps`: how many KV blocks a lone request holds after a number of steps (the token
 sampled in a step only gets its slot in the next one). `seq_budget_wait`: with a small
 max_num_seqs, in which step does the last of several simultaneous requests get its first token.
-Seed 0 is the default draw; other seeds draw new numbers.
+Seed 0 is the default draw; other seeds draw new numbers. The words are in text.md.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from lessons.quiz.exercise import Drawn, ExerciseSpec
+from lessons.step_loop.lesson import BLOCK_SIZE, MAX_MODEL_LEN
+from lessons.text import section
 from sim.config import SchedulerConfig
 from sim.kv import cdiv
 from sim.scheduler import run_steps
 from sim.workload import Workload
 
+TEXT = Path(__file__).with_name("text.md")
 BUDGET = 2048
 POOL = 4000
+SEAT_PROMPT = 64
 
 
 def _config(max_num_seqs: int = 256) -> SchedulerConfig:
     return SchedulerConfig(
         max_num_batched_tokens=BUDGET,
         max_num_seqs=max_num_seqs,
-        max_model_len=8192,
+        max_model_len=MAX_MODEL_LEN,
         num_gpu_blocks=POOL,
+        block_size=BLOCK_SIZE,
     )
 
 
@@ -37,23 +44,23 @@ def blocks_after_steps(seed: int) -> Drawn:
         rng = np.random.default_rng(seed)
         prompt = int(rng.integers(50, 2001))
         step = int(rng.integers(2, 81))
-    run = run_steps(_config(), Workload.build([prompt], [step + 10], arrival_step=[1]))
+    config = _config()
+    run = run_steps(config, Workload.build([prompt], [step + 10], arrival_step=[1]))
     answer = int(run.kv_blocks_used[step - 1])
+    values = {
+        "prompt": prompt,
+        "step": step,
+        "budget": BUDGET,
+        "block_size": config.block_size,
+        "before": step - 1,
+        "held": prompt + step - 1,
+        "answer": answer,
+    }
     return Drawn(
-        prompt=(
-            f"A request with a **{prompt:,}-token** prompt arrives at an idle engine (budget "
-            f"{BUDGET:,} tokens, 16-token KV blocks) and generates a long answer. "
-            f"How many KV blocks does it hold at the end of step **{step}**?"
-        ),
+        prompt=section(TEXT, "exercise-blocks-prompt", values),
         answer=float(answer),
         unit="blocks",
-        solution=(
-            f"Step 1 reads the whole prompt and samples the first token. Each later step feeds "
-            f"the previous token back in, so after step {step} the cache holds "
-            f"{prompt:,} + {step - 1} = {prompt + step - 1:,} tokens (the token sampled in step "
-            f"{step} gets its slot only in the next step). In 16-token blocks that is "
-            f"⌈{prompt + step - 1:,} / 16⌉ = **{answer}**."
-        ),
+        solution=section(TEXT, "exercise-blocks-solution", values),
         rtol=0.0,
         atol=0.0,
         params={"prompt": prompt, "step": step},
@@ -70,25 +77,26 @@ def seq_budget_wait(seed: int) -> Drawn:
         count = int(rng.integers(seqs + 1, 3 * seqs + 1))
         output = int(rng.integers(5, 31))
     run = run_steps(
-        _config(seqs), Workload.build([64] * count, [output] * count, arrival_step=[1] * count)
+        _config(seqs),
+        Workload.build([SEAT_PROMPT] * count, [output] * count, arrival_step=[1] * count),
     )
     answer = int(run.first_token_step.max())
-    rounds = cdiv(count, seqs)
+    values = {
+        "count": count,
+        "prompt": SEAT_PROMPT,
+        "output": output,
+        "seqs": seqs,
+        "budget": BUDGET,
+        "rounds": cdiv(count, seqs),
+        "second": output + 1,
+        "third": 2 * output + 1,
+        "answer": answer,
+    }
     return Drawn(
-        prompt=(
-            f"**{count}** requests, each with a 64-token prompt and a **{output}-token** answer, "
-            f"arrive together at an idle engine with `max_num_seqs` = **{seqs}** and a budget of "
-            f"{BUDGET:,} tokens. In which step does the last of them receive its first token?"
-        ),
+        prompt=section(TEXT, "exercise-seats-prompt", values),
         answer=float(answer),
         unit="step",
-        solution=(
-            f"Only {seqs} requests may run at once, so they go in {rounds} rounds. A round "
-            f"starts in the step after the previous round finished: each request takes "
-            f"{output} steps (its first token comes with its prompt step), so rounds start at "
-            f"steps 1, {output + 1}, {2 * output + 1}, … The last round starts, and gets its "
-            f"first tokens, in step **{answer}**."
-        ),
+        solution=section(TEXT, "exercise-seats-solution", values),
         rtol=0.0,
         atol=0.0,
         params={"seqs": seqs, "count": count, "output": output},

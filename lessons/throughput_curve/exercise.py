@@ -4,9 +4,10 @@ Numbers are drawn from a seed (seed 0 is the lesson's opening setting: Llama-3.1
 2,048 tokens of context). "throughput" runs the sequences through Stepwise's scheduler
 (`sim.scheduler.run_steps`: one step reads all their prompts, the next has each decode one token)
 and prices that decode step with the cost model; the answer is sequences x steps per second.
-"pick" tabulates the cost model's steady decode steps (the lesson's own `figures.compute`) and
-asks for the largest concurrency within a latency target. Draws are cached: the quiz widget
-redraws an exercise on every rerun.
+"pick" tabulates the cost model's steady decode steps (the lesson's own `lesson.decode_curves`)
+and asks for the largest concurrency within a latency target. The KV cache is sized as the
+lesson sizes it with vLLM's defaults for the GPU (`lesson.kv_capacity`). Draws are cached: the
+quiz widget redraws an exercise on every rerun.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from functools import cache
 import numpy as np
 
 from lessons.course import ROOT
+from lessons.kit import limits
 from lessons.quiz.exercise import Drawn, ExerciseSpec
 from lessons.text import section
-from lessons.throughput_curve import figures
+from lessons.throughput_curve import lesson
 from sim.config import SchedulerConfig
 from sim.cost import Deployment, step_costs
-from sim.models import kv_pool
+from sim.kv import cdiv
 from sim.run import Run
 from sim.scheduler import run_steps
 from sim.workload import Workload
@@ -51,9 +53,9 @@ class Draw:
 
 
 def kv_capacity(gpu: str, model: str, context: int) -> int:
-    """How many sequences of `context` tokens the GPU's KV pool holds (vLLM's sizing)."""
-    pool = kv_pool(gpu, model)
-    return (pool.num_gpu_blocks - 1) // -(-context // 16) if pool.fits else 0
+    """How many sequences of `context` tokens the GPU's KV pool holds with vLLM's defaults."""
+    budget, _ = limits.effective(gpu, True, 0, 0)
+    return lesson.kv_capacity(Deployment(gpu=gpu, model=model), context, budget)
 
 
 def draw_setting(seed: int) -> Draw:
@@ -75,11 +77,13 @@ def draw_setting(seed: int) -> Draw:
 
 def decode_run(d: Draw) -> Run:
     """`n` requests of `context`-token prompts: step 1 reads every prompt, step 2 decodes them."""
+    block = SchedulerConfig.block_size  # the config's default block size
     config = SchedulerConfig(
         max_num_batched_tokens=d.n * d.context,
         max_num_seqs=d.n,
         max_model_len=d.context + 8,
-        num_gpu_blocks=d.n * (-(-(d.context + 2) // 16)) + 8,
+        num_gpu_blocks=d.n * cdiv(d.context + 2, block) + 8,
+        block_size=block,
     )
     workload = Workload.build([d.context] * d.n, [2] * d.n, arrival_step=[1] * d.n)
     return run_steps(config, workload)
@@ -112,9 +116,10 @@ def solve_throughput(seed: int) -> dict:
 def solve_pick(seed: int) -> dict:
     """A latency target between two rows of the table, and the largest row within it."""
     d = draw_setting(seed)
-    c = figures.compute(figures.Params(gpu=d.gpu, model=d.model, context=d.context))
-    rows = tuple(n for n in TABLE_N if n <= c["kv_cap"])  # only what the KV cache can hold
-    table_ms = np.array([c["step_ms"][n - 1] for n in rows])
+    c = lesson.decode_curves(d.gpu, d.model, 1, "bf16", d.context)
+    cap = kv_capacity(d.gpu, d.model, d.context)
+    rows = tuple(n for n in TABLE_N if n <= cap)  # only what the KV cache can hold
+    table_ms = np.array([c.step_ms[n - 1] for n in rows])
     rng = np.random.default_rng(seed + 1)
     j = 3 if seed == 0 else int(rng.integers(1, len(rows) - 1))
     target = int(np.floor(table_ms[j] + 0.5 * (table_ms[j + 1] - table_ms[j])))

@@ -1,234 +1,28 @@
-"""Figures of lesson 5, "The sequence budget and the throughput curve".
-
-With N sequences decoding together, vLLM's scheduler gives each running request one token per
-step (SCHEDULER.md a3), so a steady step holds N query tokens from N sequences, each reading its
-`context` tokens of KV cache. The lesson prices that step for every N from 1 to 1,024 in one
-vectorized `sim.cost.step_costs` call: total decode throughput is N tokens per step time, and
-each user gets one token per step. From those arrays come the knee (defined below), the largest
-concurrency that meets an ITL target, the KV-cache limit of the GPU (`sim.models.kv_pool`), the
-bytes each step reads (weights against KV cache, which is why the curve bends) and an animation
-that grows N.
-
-The knee: the smallest N at which doubling the concurrency to 2N raises total throughput by less
-than half (KNEE_GAIN = 1.5). Prompt prefill is left out: these are decode steps only.
-
-`build(params)` returns the figure dicts and the numbers the text quotes, from the same arrays.
-"""
+"""Figures of the throughput-curve lesson, drawn from its Readout through the kit: total and
+per-user throughput against concurrency, the bytes a decode step reads, and the concurrency
+growing up to what the engine reaches (an animation that opens at the latency target's pick)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import lru_cache
-
 import numpy as np
 
-from lessons.anim import animate
-from lessons.choosing_budget.figures import log_ticks, lower_controls
+from lessons.kit.anim import animate
+from lessons.kit.figures import axis, bars, line, log_ticks, markers
 from lessons.theme import color
-from sim.cost import Deployment, step_costs, weight_read_ms
-from sim.errors import SimInputError
-from sim.models import get_model, kv_bytes_per_token, kv_pool, weight_read_bytes
+from lessons.throughput_curve.readout import Readout
 
-MAX_SEQS = 1_024
-KNEE_GAIN = 1.5
-BLOCK = 16
-CONCURRENCY = np.arange(1, MAX_SEQS + 1, dtype=np.int64)
-ANIM_N = np.unique(np.geomspace(1, MAX_SEQS, 31).round().astype(np.int64))
 POW2_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+ANIM_CURVE_POINTS = 160
 PARTS = (
     ("linear_ms", "linear layers", "compute"),
     ("attention_ms", "attention", "kv"),
     ("other_ms", "the rest", "neutral"),
 )
+BEYOND = "beyond the KV cache (not reachable)"
 
 
-@dataclass(frozen=True)
-class Params:
-    """Everything the lesson's controls set."""
-
-    gpu: str = "H100-SXM"
-    model: str = "Llama-3.1-8B"
-    context: int = 2_048
-    itl_target_ms: int = 20
-    max_num_seqs: int = 1_024
-    budget: int = 8_192
-
-    @property
-    def scene(self) -> Params:
-        """What the step times and the KV pool depend on (not the target, not max_num_seqs)."""
-        return replace(self, itl_target_ms=Params.itl_target_ms, max_num_seqs=Params.max_num_seqs)
-
-    @property
-    def view(self) -> Params:
-        """What the reads chart and the animation depend on: GPU, model and context only."""
-        return replace(self.scene, budget=Params.budget)
-
-
-def compute(p: Params) -> dict:
-    """Steady decode steps for N = 1..1,024 priced in one call, and the derived curves.
-
-    The curves are cached on the scene; the ITL pick is recomputed for the target. Callers must
-    treat the arrays as read-only.
-    """
-    c = _compute_scene(p.scene)
-    step, n, kv_cap = c["step_ms"], c["n"], c["kv_cap"]
-    # The ITL target's pick: the largest concurrency that meets it and that the KV cache holds.
-    meets = np.flatnonzero(step <= p.itl_target_ms)
-    held = np.flatnonzero((step <= p.itl_target_ms) & (n <= kv_cap))
-    return {
-        **c,
-        "fast_enough": int(n[meets[-1]]) if meets.size else None,
-        "pick": int(n[held[-1]]) if held.size else None,
-    }
-
-
-@lru_cache(maxsize=64)
-def _compute_scene(p: Params) -> dict:
-    dep = Deployment(gpu=p.gpu, model=p.model)
-    n = CONCURRENCY
-    costs = step_costs(
-        dep,
-        query_tokens=n,
-        num_seqs=n,
-        kv_read_tokens=n * p.context,
-        attn_pairs=n * (p.context + 1),
-    )
-    step = np.asarray(costs.step_ms, dtype=np.float64)
-    total = n / step * 1e3
-    per_user = 1e3 / step
-    half = np.arange(1, MAX_SEQS // 2 + 1)
-    gain = total[2 * half - 1] / total[half - 1]
-    below = np.flatnonzero(gain < KNEE_GAIN)
-    knee = int(half[below[0]]) if below.size else None
-    model = get_model(p.model)
-    weight_gb = weight_read_bytes(model) / 1e9
-    kv_per_seq_gb = p.context * kv_bytes_per_token(model) / 1e9
-    pool = kv_pool(p.gpu, p.model, max_num_batched_tokens=p.budget)
-    blocks_per_seq = -(-p.context // BLOCK)
-    kv_cap = int((pool.num_gpu_blocks - 1) // blocks_per_seq) if pool.fits else 0
-    parts = {
-        "linear_ms": np.asarray(costs.linear_ms),
-        "attention_ms": np.asarray(costs.attention_ms),
-        "other_ms": np.asarray(costs.lm_head_ms + costs.comm_ms + costs.overhead_ms),
-    }
-    return {
-        "deployment": dep,
-        "n": n,
-        "step_ms": step,
-        "total": total,
-        "per_user": per_user,
-        "gain": gain,
-        "knee": knee,
-        "weight_gb": weight_gb,
-        "weight_read_ms": weight_read_ms(dep),
-        "kv_per_seq_gb": kv_per_seq_gb,
-        "kv_gb": n * kv_per_seq_gb,
-        "crossover": weight_gb / kv_per_seq_gb,
-        "kv_cap": kv_cap,
-        "fits": pool.fits,
-        "pool_gib": pool.kv_pool_gib,
-        "parts": parts,
-    }
-
-
-def config_error(p: Params) -> str | None:
-    """vLLM's own words if it would refuse these limits (max_num_seqs above the budget)."""
-    from sim.config import SchedulerConfig
-
-    try:
-        SchedulerConfig(
-            max_num_batched_tokens=p.budget,
-            max_num_seqs=p.max_num_seqs,
-            max_model_len=max(p.context + 1, 2),
-            num_gpu_blocks=2,
-        )
-    except SimInputError as err:
-        return str(err)
-    return None
-
-
-def numbers(p: Params, c: dict) -> dict:
-    """The values the lesson text quotes, all taken from `c`."""
-
-    def at(n: int) -> dict:
-        i = int(n) - 1
-        return {
-            "step_ms": float(c["step_ms"][i]),
-            "total": float(c["total"][i]),
-            "per_user": float(c["per_user"][i]),
-        }
-
-    one, top = at(1), at(MAX_SEQS)
-    knee = c["knee"]
-    k = at(knee) if knee else {"step_ms": np.nan, "total": np.nan, "per_user": np.nan}
-    pick = c["pick"]
-    pk = at(pick) if pick else {"step_ms": np.nan, "total": np.nan, "per_user": np.nan}
-    cap = min(p.max_num_seqs, MAX_SEQS)
-    mine = at(cap)
-    reach = min(cap, c["kv_cap"]) if c["kv_cap"] > 0 else 0
-    r = at(reach) if reach else {"step_ms": np.nan, "total": np.nan, "per_user": np.nan}
-    return {
-        "gpu": p.gpu,
-        "model": p.model,
-        "context": p.context,
-        "target_ms": p.itl_target_ms,
-        "max_num_seqs": p.max_num_seqs,
-        "budget": p.budget,
-        "one_step_ms": one["step_ms"],
-        "one_total": one["total"],
-        "top_step_ms": top["step_ms"],
-        "top_total": top["total"],
-        "top_per_user": top["per_user"],
-        "knee": knee,
-        "knee_step_ms": k["step_ms"],
-        "knee_total": k["total"],
-        "knee_per_user": k["per_user"],
-        "knee_gain_pct": (KNEE_GAIN - 1) * 100,
-        "knee_share": k["total"] / top["total"] if knee else np.nan,
-        "top_vs_knee": top["total"] / k["total"] if knee else np.nan,
-        "pick": pick,
-        "fast_enough": c["fast_enough"],
-        "pick_kv_bound": bool(pick and c["fast_enough"] and c["fast_enough"] > pick),
-        "pick_step_ms": pk["step_ms"],
-        "pick_total": pk["total"],
-        "pick_per_user": pk["per_user"],
-        "cap": cap,
-        "cap_step_ms": mine["step_ms"],
-        "cap_total": mine["total"],
-        "cap_per_user": mine["per_user"],
-        "weight_gb": c["weight_gb"],
-        "weight_read_ms": c["weight_read_ms"],
-        "max_seqs": MAX_SEQS,
-        "weight_share": min(c["weight_read_ms"] / one["step_ms"], 1.0),
-        "kv_per_seq_gb": c["kv_per_seq_gb"],
-        "kv_per_seq_mb": c["kv_per_seq_gb"] * 1e3,
-        "crossover": c["crossover"],
-        "kv_cap": c["kv_cap"],
-        "reach": reach,
-        "reach_step_ms": r["step_ms"],
-        "reach_total": r["total"],
-        "reach_per_user": r["per_user"],
-        "pool_gib": c["pool_gib"],
-        "fits": c["fits"],
-        "speedup_1_to_knee": k["total"] / one["total"] if knee else np.nan,
-        "slowdown_1_to_top": one["per_user"] / top["per_user"],
-    }
-
-
-def _vline(x: float, lo: float, hi: float, axis: str, role: str, dash: str, label: str = ""):
-    return {
-        "type": "scatter",
-        "mode": "lines+text" if label else "lines",
-        "x": [x, x],
-        "y": [lo, hi],
-        "yaxis": axis,
-        "text": ["", label] if label else None,
-        "textposition": "bottom left" if x > 128 else "bottom right",
-        "textfont": {"color": color(role)},
-        "line": {"color": color(role), "width": 2, "dash": dash},
-        "hoverinfo": "skip",
-        "showlegend": False,
-    }
+def _selection(r: Readout) -> str:
+    return f"{r.gpu}, {r.model} ({r.dtype}, TP {r.tp})"
 
 
 def _log_range(values: np.ndarray, pad: float = 1.5) -> tuple[float, float]:
@@ -237,391 +31,257 @@ def _log_range(values: np.ndarray, pad: float = 1.5) -> tuple[float, float]:
     return float(v.min() / pad), float(v.max() * pad)
 
 
-def curve_figure(p: Params, c: dict, nums: dict) -> dict:
-    """Total and per-user tokens per second against concurrency, with the knee and the picks."""
-    n = c["n"].astype(np.float64)
-    cap = c["kv_cap"]
-    ok = n <= cap
-    total, per_user = c["total"], c["per_user"]
-    t_lo, t_hi = _log_range(total)
-    u_lo, u_hi = _log_range(per_user)
+def _log_y(title: str, lo: float, hi: float, **extra) -> dict:
+    lo_log, hi_log = float(np.log10(lo)), float(np.log10(hi))
+    return axis(
+        title, type="log", range=[lo_log, hi_log], tickvals=log_ticks(lo_log, hi_log), **extra
+    )
+
+
+def _concurrency_axis(title: str, ticks: list[int] = POW2_TICKS, **extra) -> dict:
+    span = [-0.05, float(np.log10(POW2_TICKS[-1])) + 0.05]
+    return axis(title, type="log", tickvals=ticks, range=span, **extra)
+
+
+def _vline(x: float, lo: float, hi: float, yaxis: str, name: str, role: str, dash: str, **extra):
+    """A vertical line on one of the two panels; its name goes to the legend (no text on the
+    plot, so no label can cover a curve or another label)."""
+    return line([x, x], [lo, hi], name, role, dash=dash, yaxis=yaxis, hoverinfo="skip", **extra)
+
+
+def curve(r: Readout) -> dict:
+    """Total (top) and per-user (bottom) tokens per second against concurrency, with the knee,
+    the latency target's pick, the KV-cache limit and max_num_seqs."""
+    c = r.curves
+    n = c.n
+    ok = n <= r.kv_cap
+    t_lo, t_hi = _log_range(c.total)
+    u_lo, u_hi = _log_range(c.per_user)
+    hover_t = "%{x} sequences: %{y:,.0f} tokens/s<extra>total</extra>"
+    hover_u = "%{x} sequences: %{y:,.1f} tokens/s each<extra>per user</extra>"
     data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "total tokens/s (all users)",
-            "x": n[ok],
-            "y": total[ok],
-            "line": {"color": color("primary"), "width": 3},
-            "hovertemplate": "%{x} sequences: %{y:,.0f} tokens/s<extra>total</extra>",
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "tokens/s for each user",
-            "x": n[ok],
-            "y": per_user[ok],
-            "yaxis": "y2",
-            "line": {"color": color("prefill"), "width": 3},
-            "hovertemplate": "%{x} sequences: %{y:,.1f} tokens/s each<extra>per user</extra>",
-        },
+        line(
+            n[ok].tolist(),
+            c.total[ok].tolist(),
+            "total tokens/s (all users)",
+            "primary",
+            hovertemplate=hover_t,
+        ),
+        line(
+            n[ok].tolist(),
+            c.per_user[ok].tolist(),
+            "tokens/s for each user",
+            "prefill",
+            yaxis="y2",
+            hovertemplate=hover_u,
+        ),
     ]
     if (~ok).any():
-        beyond = "beyond the KV cache (not reachable)"
-        data += [
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": beyond,
-                "x": n[~ok],
-                "y": total[~ok],
-                "line": {"color": color("primary"), "width": 2, "dash": "dot"},
-                "opacity": 0.5,
-                "hovertemplate": "%{x} sequences would need more KV cache<extra></extra>",
-            },
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": beyond,
-                "x": n[~ok],
-                "y": per_user[~ok],
-                "yaxis": "y2",
-                "line": {"color": color("prefill"), "width": 2, "dash": "dot"},
-                "opacity": 0.5,
-                "showlegend": False,
-                "hovertemplate": "%{x} sequences would need more KV cache<extra></extra>",
-            },
-        ]
-        if cap >= 1:
-            label = f" KV cache full at {cap:,}"
-            data += [
-                _vline(cap, t_lo, t_hi, "y", "neutral", "dash", label),
-                _vline(cap, u_lo, u_hi, "y2", "neutral", "dash"),
-            ]
-    if nums["knee"]:
-        k = nums["knee"]
-        data += [
-            _vline(k, t_lo, t_hi, "y", "highlight", "dot", f" knee: {k:,}"),
-            _vline(k, u_lo, u_hi, "y2", "highlight", "dot"),
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": f"knee: {k:,} sequences",
-                "x": [k],
-                "y": [nums["knee_total"]],
-                "marker": {"size": 12, "symbol": "diamond", "color": color("highlight")},
-                "hovertemplate": "knee at %{x}: %{y:,.0f} tokens/s<extra></extra>",
-            },
-        ]
-    if nums["pick"]:
-        star = {
-            "type": "scatter",
-            "mode": "markers",
-            "name": f"largest within {p.itl_target_ms} ms: {nums['pick']:,}",
-            "x": [nums["pick"]],
-            "y": [nums["pick_total"]],
-            "marker": {"size": 15, "symbol": "star", "color": color("kv")},
-            "hovertemplate": "%{x} sequences<extra>largest within the target</extra>",
+        far = {
+            "opacity": 0.5,
+            "hovertemplate": "%{x} sequences would need more KV cache<extra></extra>",
         }
-        data += [star, {**star, "y": [nums["pick_per_user"]], "yaxis": "y2", "showlegend": False}]
+        data += [
+            line(n[~ok].tolist(), c.total[~ok].tolist(), BEYOND, "primary", dash="dot", **far),
+            line(
+                n[~ok].tolist(),
+                c.per_user[~ok].tolist(),
+                BEYOND,
+                "prefill",
+                dash="dot",
+                yaxis="y2",
+                showlegend=False,
+                **far,
+            ),
+        ]
+        if r.kv_cap >= 1:
+            full = f"KV cache full at {r.kv_cap:,}"
+            data += [
+                _vline(r.kv_cap, t_lo, t_hi, "y", full, "neutral", "dash", legendgroup="kv"),
+                _vline(
+                    r.kv_cap,
+                    u_lo,
+                    u_hi,
+                    "y2",
+                    full,
+                    "neutral",
+                    "dash",
+                    legendgroup="kv",
+                    showlegend=False,
+                ),
+            ]
+    if r.has_knee:
+        k = r.knee
+        data += [
+            _vline(k, t_lo, t_hi, "y", "", "highlight", "dot", showlegend=False),
+            _vline(k, u_lo, u_hi, "y2", "", "highlight", "dot", showlegend=False),
+            markers(
+                [k],
+                [r.knee_total],
+                f"knee: {k:,} sequences",
+                "highlight",
+                hovertemplate="knee at %{x}: %{y:,.0f} tokens/s<extra></extra>",
+            ),
+        ]
+    if r.has_pick:
+        name = f"largest within {r.target_ms} ms: {r.pick:,}"
+        star = {"hovertemplate": "%{x} sequences<extra>largest within the target</extra>"}
+        top = markers([r.pick], [r.pick_total], name, "kv", size=15, **star)
+        top["marker"]["symbol"] = "star"
+        low = markers(
+            [r.pick], [r.pick_per_user], name, "kv", size=15, yaxis="y2", showlegend=False, **star
+        )
+        low["marker"]["symbol"] = "star"
+        data += [top, low]
+    cap = f"max_num_seqs: {r.max_num_seqs:,}"
     data += [
-        _vline(nums["cap"], t_lo, t_hi, "y", "decode", "solid", f" max_num_seqs: {nums['cap']:,}"),
-        _vline(nums["cap"], u_lo, u_hi, "y2", "decode", "solid"),
+        _vline(r.max_num_seqs, t_lo, t_hi, "y", cap, "decode", "solid", legendgroup="cap"),
+        _vline(
+            r.max_num_seqs,
+            u_lo,
+            u_hi,
+            "y2",
+            cap,
+            "decode",
+            "solid",
+            legendgroup="cap",
+            showlegend=False,
+        ),
     ]
     layout = {
-        "title": {
-            "text": f"Throughput against concurrency on {p.gpu}, {p.model}, "
-            f"{p.context:,} tokens of context each"
-        },
-        "xaxis": {
-            "type": "log",
-            "anchor": "y2",
-            "tickvals": POW2_TICKS,
-            "range": [-0.05, float(np.log10(MAX_SEQS)) + 0.05],
-            "title": {"text": "sequences decoding together (concurrency, log scale)"},
-        },
-        "yaxis": {
-            "type": "log",
-            "domain": [0.55, 1.0],
-            "anchor": "x",
-            "range": [float(np.log10(t_lo)), float(np.log10(t_hi))],
-            "tickvals": log_ticks(np.log10(t_lo), np.log10(t_hi)),
-            "title": {"text": "total (tokens/s, log)"},
-        },
-        "yaxis2": {
-            "type": "log",
-            "domain": [0.0, 0.45],
-            "anchor": "x",
-            "range": [float(np.log10(u_lo)), float(np.log10(u_hi))],
-            "tickvals": log_ticks(np.log10(u_lo), np.log10(u_hi)),
-            "title": {"text": "each user (tokens/s, log)"},
-        },
-        "legend": {"orientation": "h", "y": -0.16},
-        "height": 640,
-        "margin": {"t": 60, "b": 40},
+        "title": {"text": f"Throughput on {_selection(r)}, {r.context:,} tokens of context"},
+        "xaxis": _concurrency_axis(
+            "sequences decoding together (concurrency, log scale)", anchor="y2"
+        ),
+        "yaxis": _log_y("total (tokens/s, log)", t_lo, t_hi, domain=[0.55, 1.0], anchor="x"),
+        "yaxis2": _log_y("each user (tokens/s, log)", u_lo, u_hi, domain=[0.0, 0.45], anchor="x"),
+        "height": 660,
     }
     return {"data": data, "layout": layout}
 
 
-def reads_figure(p: Params, c: dict, nums: dict) -> dict:
+def reads(r: Readout) -> dict:
     """Bytes one step reads: the weights (the same for any N) against every sequence's KV cache."""
-    n = c["n"].astype(np.float64)
-    kv = c["kv_gb"]
-    w = c["weight_gb"]
+    n = np.asarray(POW2_TICKS)  # a straight line on log-log axes: the powers of two draw it
+    kv = n * r.kv_per_seq_gb
+    w = r.weight_gb
     lo, hi = _log_range(np.append(kv, w), 2.0)
     data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": f"weights: {w:.1f} GB every step",
-            "x": [1.0, float(MAX_SEQS)],
-            "y": [w, w],
-            "line": {"color": color("compute"), "width": 3},
-            "hovertemplate": "weights: %{y:.1f} GB<extra></extra>",
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": f"KV cache: {nums['kv_per_seq_mb']:,.0f} MB per sequence",
-            "x": n,
-            "y": kv,
-            "line": {"color": color("kv"), "width": 3},
-            "hovertemplate": "%{x} sequences: %{y:.1f} GB of KV<extra></extra>",
-        },
+        line(
+            [1, int(n[-1])],
+            [w, w],
+            f"weights: {w:.1f} GB every step",
+            "compute",
+            hovertemplate="weights: %{y:.1f} GB<extra></extra>",
+        ),
+        line(
+            n.tolist(),
+            kv.tolist(),
+            f"KV cache: {r.kv_per_seq_mb:,.0f} MB per sequence",
+            "kv",
+            hovertemplate="%{x} sequences: %{y:.1f} GB of KV<extra></extra>",
+        ),
     ]
-    x = nums["crossover"]
-    if 1 <= x <= MAX_SEQS:
+    x = r.crossover
+    if 1 <= x <= n[-1]:
         data.append(
-            {
-                "type": "scatter",
-                "mode": "markers+text",
-                "name": f"equal at {x:,.0f} sequences",
-                "x": [x],
-                "y": [w],
-                "text": [f"equal at {x:,.0f}"],
-                "textposition": "top left",
-                "marker": {"size": 12, "color": color("highlight")},
-                "hoverinfo": "skip",
-            }
+            markers(
+                [x],
+                [w],
+                f"equal at {x:,.0f} sequences",
+                "highlight",
+                mode="markers+text",
+                text=[f"equal at {x:,.0f}"],
+                textposition="top left",
+                hoverinfo="skip",
+            )
         )
     layout = {
         "title": {"text": "What one decode step reads from GPU memory"},
-        "xaxis": {
-            "type": "log",
-            "tickvals": POW2_TICKS,
-            "range": [-0.05, float(np.log10(MAX_SEQS)) + 0.05],
-            "title": {"text": "sequences decoding together (log scale)"},
-        },
-        "yaxis": {
-            "type": "log",
-            "range": [float(np.log10(lo)), float(np.log10(hi))],
-            "tickvals": log_ticks(np.log10(lo), np.log10(hi)),
-            "title": {"text": "bytes read per step (GB, log)"},
-        },
-        "legend": {"orientation": "h", "y": -0.25},
-        "height": 380,
-        "margin": {"t": 50, "b": 40},
+        "xaxis": _concurrency_axis("sequences decoding together (log scale)"),
+        "yaxis": _log_y("bytes read per step (GB, log)", lo, hi),
+        "height": 420,
     }
     return {"data": data, "layout": layout}
 
 
-def anim_figure(p: Params, c: dict) -> dict:
-    """Grow the concurrency: the two throughputs move along their curves, the step splits."""
-    idx = ANIM_N - 1
-    n = c["n"].astype(np.float64)
-    step = c["step_ms"]
-    part_max = max(float(c["parts"][name][idx].max()) for name, _, _ in PARTS) * 1.08
-    t_lo, t_hi = _log_range(c["total"])
-    u_lo, u_hi = _log_range(c["per_user"])
+def growing(r: Readout) -> dict:
+    """The concurrency grows from 1 to what the engine reaches: two dots ride the throughput
+    curves and the bars split the step into its parts. It opens at the latency target's pick."""
+    c = r.curves
+    idx = r.anim_n - 1
+    t_lo, t_hi = _log_range(c.total)
+    u_lo, u_hi = _log_range(c.per_user)
+    part_max = max(float(c.parts_ms[name][idx].max()) for name, _, _ in PARTS) * 1.08
+    labels = [label for _, label, _ in PARTS]
+    dot = {"size": 14, "showlegend": False, "hoverinfo": "skip"}
 
-    def frame(i: int) -> tuple[list[dict], str]:
-        k = int(ANIM_N[i])
+    def frame(k: int) -> dict:
         j = k - 1
-        traces = [
-            {"x": [k], "y": [float(c["total"][j])]},
-            {"x": [k], "y": [float(c["per_user"][j])]},
+        parts = [round(float(c.parts_ms[name][j]), 3) for name, _, _ in PARTS]
+        moving = [
+            markers([k], [float(c.total[j])], "total", "primary", **dot),
+            markers([k], [float(c.per_user[j])], "per user", "prefill", yaxis="y3", **dot),
+            bars(
+                labels,
+                parts,
+                "step time by part",
+                "neutral",
+                xaxis="x2",
+                yaxis="y2",
+                marker={"color": [color(role) for _, _, role in PARTS]},
+                showlegend=False,
+                hovertemplate="%{y:.1f} ms<extra>%{x}</extra>",
+            ),
         ]
-        traces.append({"x": bar_x, "y": [float(c["parts"][name][j]) for name, _, _ in PARTS]})
         title = (
-            f"{k:,} sequence{'s' if k > 1 else ''}: a step takes {step[j]:.1f} ms; "
-            f"{c['total'][j]:,.0f} tokens/s in all, {c['per_user'][j]:,.0f} for each user"
+            f"{k:,} sequence{'s' if k > 1 else ''}: a step takes {c.step_ms[j]:.1f} ms; "
+            f"{c.total[j]:,.0f} tokens/s in all, {c.per_user[j]:,.0f} for each user"
         )
-        return traces, title
+        return {"data": moving, "traces": [4, 5, 6], "layout": {"title": {"text": title}}}
 
-    bar_x = [label for _, label, _ in PARTS]
-    first, title0 = frame(0)
+    frames = [frame(int(k)) for k in r.anim_n]
+    # The curves behind the dots, on a log grid (160 points read as well as 1,024):
+    # solid up to what the engine reaches, dotted beyond.
+    grid = np.union1d(np.geomspace(1, c.n[-1], ANIM_CURVE_POINTS).round(), [r.anim_last])
+    j = grid.astype(np.int64) - 1
+    upto, beyond = j[grid <= r.anim_last], j[grid >= r.anim_last]
+
+    def at(rows: np.ndarray, series: np.ndarray) -> tuple[list, list]:
+        return (rows + 1).tolist(), series[rows].tolist()
+
+    far = {"dash": "dot", "opacity": 0.4, "showlegend": False}
     static = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "total tokens/s",
-            "x": n,
-            "y": c["total"],
-            "line": {"color": color("primary"), "width": 2},
-            "hoverinfo": "skip",
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "tokens/s per user",
-            "x": n,
-            "y": c["per_user"],
-            "yaxis": "y3",
-            "line": {"color": color("prefill"), "width": 2},
-            "hoverinfo": "skip",
-        },
+        line(*at(upto, c.total), "total tokens/s", "primary", hoverinfo="skip"),
+        line(*at(upto, c.per_user), "tokens/s per user", "prefill", yaxis="y3", hoverinfo="skip"),
+        line(*at(beyond, c.total), "", "primary", hoverinfo="skip", **far),
+        line(*at(beyond, c.per_user), "", "prefill", yaxis="y3", hoverinfo="skip", **far),
     ]
-    moving = [
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "x": first[0]["x"],
-            "y": first[0]["y"],
-            "marker": {
-                "size": 14,
-                "color": color("primary"),
-                "line": {"width": 2, "color": "white"},
-            },
-            "showlegend": False,
-            "hoverinfo": "skip",
-        },
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "x": first[1]["x"],
-            "y": first[1]["y"],
-            "yaxis": "y3",
-            "marker": {
-                "size": 14,
-                "color": color("prefill"),
-                "line": {"width": 2, "color": "white"},
-            },
-            "showlegend": False,
-            "hoverinfo": "skip",
-        },
-    ]
-    moving.append(
-        {
-            "type": "bar",
-            "name": "step time by part",
-            "x": bar_x,
-            "y": first[2]["y"],
-            "xaxis": "x2",
-            "yaxis": "y2",
-            "marker": {"color": [color(role) for _, _, role in PARTS]},
-            "showlegend": False,
-            "hovertemplate": "%{y:.1f} ms<extra>%{x}</extra>",
-        }
-    )
-    frames, labels = [], []
-    for i in range(ANIM_N.size):
-        traces, title = frame(i)
-        frames.append(
-            {
-                "data": [{"type": t["type"], **d} for t, d in zip(moving, traces, strict=True)],
-                "traces": list(range(2, 2 + len(moving))),
-                "layout": {"title": {"text": title}},
-            }
-        )
-        labels.append(f"{int(ANIM_N[i]):,}")
     figure = {
-        "data": static + moving,
+        "data": static + frames[r.anim_start]["data"],
         "layout": {
-            "title": {"text": title0},
-            "xaxis": {
-                "type": "log",
-                "domain": [0.0, 0.54],
-                "tickvals": POW2_TICKS,
-                "range": [-0.05, float(np.log10(MAX_SEQS)) + 0.05],
-                "title": {"text": "sequences decoding together (log)"},
-            },
-            "yaxis": {
-                "type": "log",
-                "range": [float(np.log10(t_lo)), float(np.log10(t_hi))],
-                "tickvals": log_ticks(np.log10(t_lo), np.log10(t_hi)),
-                "title": {"text": "total tokens/s (log)"},
-                "color": color("primary"),
-            },
-            "yaxis3": {
-                "type": "log",
-                "overlaying": "y",
-                "side": "right",
-                "range": [float(np.log10(u_lo)), float(np.log10(u_hi))],
-                "tickvals": log_ticks(np.log10(u_lo), np.log10(u_hi)),
-                "title": {"text": "tokens/s per user (log)"},
-                "color": color("prefill"),
-                "anchor": "x",
-            },
+            "xaxis": _concurrency_axis(
+                "sequences decoding together (log)", POW2_TICKS[::2], domain=[0.0, 0.5]
+            ),
+            "yaxis": _log_y("total (tokens/s, log)", t_lo, t_hi, color=color("primary")),
+            "yaxis3": _log_y(
+                "per user (tokens/s, log)",
+                u_lo,
+                u_hi,
+                overlaying="y",
+                side="right",
+                anchor="x",
+                color=color("prefill"),
+            ),
             "xaxis2": {
-                "domain": [0.74, 1.0],
+                "domain": [0.68, 1.0],
                 "anchor": "y2",
-                "title": {"text": "part of the step"},
+                "tickangle": 0,
+                "title": {"text": "part of the step (kind)"},
             },
-            "yaxis2": {
-                "anchor": "x2",
-                "side": "right",
-                "range": [0, part_max],
-                "title": {"text": "time in the step (ms)"},
-            },
-            "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.0},
-            "height": 440,
-            "margin": {"t": 110},
+            "yaxis2": axis("time in the step (ms)", anchor="x2", range=[0, part_max]),
+            "height": 560,
         },
     }
-    figure = animate(figure, frames, labels, prefix="sequences: ")
-    lower_controls(figure)
-    return figure
-
-
-def build(p: Params) -> dict:
-    """The numbers and the throughput chart (they follow every control); see build_static."""
-    c = compute(p)
-    nums = numbers(p, c)
-    knee_txt = (
-        f"the knee, where doubling adds less than half again, is at {nums['knee']:,} sequences"
-        if nums["knee"]
-        else "the curve has no knee below 1,024 sequences"
-    )
-    pick_txt = (
-        f"the largest concurrency whose step stays within {p.itl_target_ms} ms is {nums['pick']:,}"
-        if nums["pick"]
-        else f"no concurrency keeps the step within {p.itl_target_ms} ms"
-    )
-    return {
-        "numbers": nums,
-        "curve": curve_figure(p, c, nums),
-        "config_error": config_error(p),
-        "alt": {
-            "curve": (
-                f"Two line charts sharing a log-scale concurrency axis from 1 to {MAX_SEQS:,} "
-                f"sequences on {p.gpu} with {p.model}. Top: total tokens per second rises from "
-                f"{nums['one_total']:,.0f} at one sequence and flattens; {knee_txt}. Bottom: "
-                f"tokens per second for each user fall from {nums['one_total']:,.0f} to "
-                f"{nums['top_per_user']:,.1f}. With a {p.itl_target_ms} ms target, {pick_txt}."
-            ),
-        },
-    }
-
-
-def build_static(p: Params) -> dict:
-    """The reads chart and the animation: they depend on GPU, model and context only (p.view)."""
-    v = p.view
-    c = compute(v)
-    nums = numbers(v, c)
-    return {
-        "reads": reads_figure(v, c, nums),
-        "anim": anim_figure(v, c),
-        "alt": {
-            "reads": (
-                f"Log-log line chart of the bytes a decode step reads: the weights, flat at "
-                f"{nums['weight_gb']:.1f} GB, and the KV cache of all sequences, rising in "
-                f"proportion to their number and passing the weights near "
-                f"{nums['crossover']:,.0f} sequences."
-            ),
-            "anim": (
-                "Animation: the concurrency grows from 1 to 1,024 sequences; one dot rides the "
-                "total-throughput curve, another the per-user curve, and three bars split the "
-                "step time into linear layers, attention and the rest."
-            ),
-        },
-    }
+    labels = [f"{int(k):,}" for k in r.anim_n]
+    return animate(figure, frames, labels, prefix="sequences: ", start=r.anim_start)

@@ -1,18 +1,23 @@
-"""Exercises of the lesson "One token budget", each answer computed by a scheduler replay.
+"""Exercises of the lesson "One token budget", each answer computed by the lesson's own replay.
 
-Both use the lesson's own scenario (`figures.simulate`): `decodes` requests are decoding when a
-long prompt arrives. `first_chunk` asks how many prompt tokens are scheduled in its first step;
-`prompt_steps` asks in how many steps its prompt is read. Seed 0 is the seed text's Fig. 8.2
-(budget 2,048, 8 decodes, 4,096 tokens: 2,040 and 3 steps); other seeds draw new numbers.
+Both build the lesson's scenario (`lesson.build`, sim.scenarios.stream_then_prompt): `decodes`
+requests are decoding when a long prompt arrives. `first_chunk` asks how many prompt tokens are
+scheduled in its first step; `prompt_steps` asks in how many steps its prompt is read. Seed 0 is
+the seed text's Fig. 8.2 (budget 2,048, 8 decodes, 4,096 tokens: 2,040 and 3 steps); other seeds
+draw new numbers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from lessons.course import ROOT
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.token_budget.figures import Params, long_chunks, simulate
+from lessons.text import section
+from lessons.token_budget.lesson import Params, build
+from lessons.token_budget.readout import Readout
 
+TEXT = ROOT / "token_budget" / "text.md"
 BUDGETS = (512, 1024, 2048, 4096, 8192)
 GPU = "H100-SXM"  # its catalog KV pool holds every draw; no made-up pool size
 
@@ -27,55 +32,52 @@ def draw_params(seed: int) -> Params:
     chunk = budget - decodes
     prompt = int(rng.integers(1, 12)) * chunk + int(rng.integers(1, chunk))
     return Params(
-        gpu=GPU, budget=budget, max_num_seqs=min(1024, budget), decodes=decodes, prompt=prompt
+        gpu=GPU,
+        model="Llama-3.1-8B",
+        vllm_defaults=False,
+        max_num_batched_tokens=budget,
+        max_num_seqs=min(1024, budget),
+        decodes=decodes,
+        prompt=prompt,
     )
 
 
-def _intro(p: Params) -> str:
-    return (
-        f"The token budget is **{p.budget:,}** tokens per step. **{p.running}** requests are "
-        f"decoding, one token each per step, when a prompt of **{p.prompt:,}** tokens arrives "
-        "(no prefix caching, no speculative decoding)."
-    )
+def _drawn(seed: int) -> tuple[Readout, dict]:
+    r = build(draw_params(seed))
+    values = {"budget": r.budget, "running": r.running, "prompt": r.prompt}
+    return r, {**values, "intro": section(TEXT, "exercise-intro", values)}
 
 
 def first_chunk(seed: int) -> Drawn:
     """Prompt tokens in the new request's first step."""
-    p = draw_params(seed)
-    _, tokens = long_chunks(simulate(p))
-    answer = int(tokens[0])
+    r, values = _drawn(seed)
+    values["answer"] = r.first_chunk
     return Drawn(
-        prompt=_intro(p) + " How many of its prompt tokens are scheduled in its first step?",
-        answer=float(answer),
+        prompt=section(TEXT, "exercise-first-chunk-prompt", values),
+        answer=float(r.first_chunk),
         unit="tokens",
-        solution=(
-            f"Running requests are served first: {p.running} tokens. The prompt gets the rest "
-            f"of the budget, {p.budget:,} − {p.running} = **{answer:,}** tokens."
-        ),
+        solution=section(TEXT, "exercise-first-chunk-solution", values),
         rtol=0.0,
-        params={"budget": p.budget, "decodes": p.running, "prompt": p.prompt},
+        params={"budget": r.budget, "decodes": r.running, "prompt": r.prompt},
     )
 
 
 def prompt_steps(seed: int) -> Drawn:
     """Steps that carry a chunk of the new prompt."""
-    p = draw_params(seed)
-    _, tokens = long_chunks(simulate(p))
-    answer = int(tokens.shape[0])
-    chunk = p.budget - p.running
-    last = int(tokens[-1])
+    r, values = _drawn(seed)
+    values |= {
+        "answer": r.num_chunks,
+        "chunk": r.budget - r.running,
+        "full": r.num_chunks - 1,
+        "last": r.last_chunk,
+    }
     return Drawn(
-        prompt=_intro(p) + " In how many steps is its prompt read (the steps that carry a chunk)?",
-        answer=float(answer),
+        prompt=section(TEXT, "exercise-steps-prompt", values),
+        answer=float(r.num_chunks),
         unit="steps",
-        solution=(
-            f"Each step leaves {p.budget:,} − {p.running} = {chunk:,} tokens for the prompt. "
-            f"{p.prompt:,} / {chunk:,} rounds up to **{answer}** steps: "
-            f"{answer - 1} full chunks and a last one of {last:,} tokens. That last step also "
-            "samples the first token of the answer."
-        ),
+        solution=section(TEXT, "exercise-steps-solution", values),
         rtol=0.0,
-        params={"budget": p.budget, "decodes": p.running, "prompt": p.prompt},
+        params={"budget": r.budget, "decodes": r.running, "prompt": r.prompt},
     )
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.anim import animate, sample_steps
+from lessons.kit.anim import animate, sample_steps
 from lessons.theme import color
 from sim.run import Run
 

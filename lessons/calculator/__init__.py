@@ -1,0 +1,1 @@
+"""The step-time calculator (Playground): any step on any GPU and model, priced part by part."""

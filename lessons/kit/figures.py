@@ -1,0 +1,179 @@
+"""The figure vocabulary every lesson draws with: plain Plotly dicts, one house style.
+
+- `HOUSE`: the layout every chart gets (ui/charts.py merges it into the template): chart text
+  at least 14 px in a near-black that reads on a projector, colours from the theme, and the
+  legend in a row above the plot area so it never covers data.
+- `axis`, `log_axis`: axes always carry a title with its unit.
+- `line`, `markers`, `bars`: traces coloured by role (lessons/theme.py), never by hex code.
+- `block_grid`: the KV cache as a grid of blocks, one cell per block, as a single heatmap trace
+  (cheap to animate even at thousands of blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from lessons.theme import color, palette
+
+INK = "#1b1b1f"
+GRID = "#d9d9de"
+FONT_PX = 15
+SMALL_PX = 14
+
+HOUSE: dict = {
+    "font": {"size": FONT_PX, "color": INK},
+    "title": {
+        "font": {"size": 18, "color": INK},
+        "x": 0,
+        "xref": "paper",
+        "xanchor": "left",
+        "automargin": True,
+    },
+    "colorway": list(palette()),
+    "legend": {
+        "orientation": "h",
+        "x": 0,
+        "xanchor": "left",
+        "y": 1.0,
+        "yanchor": "bottom",
+        "font": {"size": SMALL_PX, "color": INK},
+        "bgcolor": "rgba(255,255,255,0)",
+    },
+    "hoverlabel": {"font": {"size": SMALL_PX}},
+    "xaxis": {
+        "title": {"font": {"size": FONT_PX, "color": INK}},
+        "tickfont": {"size": SMALL_PX, "color": INK},
+        "gridcolor": GRID,
+        "automargin": True,
+    },
+    "yaxis": {
+        "title": {"font": {"size": FONT_PX, "color": INK}},
+        "tickfont": {"size": SMALL_PX, "color": INK},
+        "gridcolor": GRID,
+        "automargin": True,
+    },
+    "paper_bgcolor": "white",
+    "plot_bgcolor": "white",
+    "margin": {"l": 70, "r": 30, "t": 90, "b": 60},
+}
+
+
+def axis(title: str, **extra) -> dict:
+    """A linear axis; the title names the quantity and its unit, e.g. "step time (ms)"."""
+    if "(" not in title:
+        raise ValueError(f"axis title {title!r} needs its unit in brackets")
+    return {"title": {"text": title}, **extra}
+
+
+def log_axis(title: str, **extra) -> dict:
+    """A log axis with a tick per decade."""
+    return axis(title, type="log", dtick=1, **extra)
+
+
+def line(
+    x: Sequence, y: Sequence, name: str, role: str, *, dash: str | None = None, **extra
+) -> dict:
+    """A line trace in the role's colour."""
+    style = {"color": color(role), "width": 3}
+    if dash:
+        style["dash"] = dash
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": list(x),
+        "y": list(y),
+        "line": style,
+        **extra,
+    }
+
+
+def markers(x: Sequence, y: Sequence, name: str, role: str, *, size: int = 12, **extra) -> dict:
+    """Markers in the role's colour (diamonds: they stay visible on top of lines)."""
+    marker = {"size": size, "color": color(role), "symbol": "diamond"}
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "x": list(x),
+        "y": list(y),
+        "marker": marker,
+        **extra,
+    }
+
+
+def bars(
+    x: Sequence, y: Sequence, name: str, role: str, *, horizontal: bool = False, **extra
+) -> dict:
+    """Bars in the role's colour; horizontal bars take the values on x."""
+    trace = {
+        "type": "bar",
+        "name": name,
+        "x": list(x),
+        "y": list(y),
+        "marker": {"color": color(role)},
+    }
+    if horizontal:
+        trace["orientation"] = "h"
+    return {**trace, **extra}
+
+
+FREE, NULL = -1, -2
+
+
+def block_grid(owner: np.ndarray, columns: int = 64, *, owners: int | None = None) -> dict:
+    """The KV pool as a heatmap: cell b is block b, coloured by the request that holds it.
+
+    `owner[b]` is the request index holding block b, FREE (-1) for a free block, NULL (-2) for
+    vLLM's null block (block 0, never handed out). Returns one heatmap trace; cells past the end
+    of the pool are blank (NaN). Colours cycle through the theme palette by request.
+    """
+    owner = np.asarray(owner, dtype=np.int64)
+    rows = -(-owner.size // columns)
+    z = np.full(rows * columns, np.nan)
+    z[: owner.size] = owner
+    pal = palette()
+    k = len(pal)
+    # z -> colour: NULL black, FREE light grey, request r -> palette[r % k]; discrete scale.
+    zmin, zmax = NULL, (owners if owners is not None else max(int(owner.max(initial=0)), 0) + 1)
+    stops = [(NULL, INK), (FREE, "#eeeeee")] + [(r, pal[r % k]) for r in range(zmax)]
+    span = zmax - zmin
+    scale = []
+    for value, c in stops:
+        lo, hi = (value - zmin) / span, (value + 1 - zmin) / span
+        scale += [[lo, c], [min(hi, 1.0), c]]
+    return {
+        "type": "heatmap",
+        "z": z.reshape(rows, columns).tolist(),
+        "zmin": zmin,
+        "zmax": zmax,
+        "colorscale": scale,
+        "showscale": False,
+        "xgap": 1,
+        "ygap": 1,
+        "hovertemplate": "block %{customdata}<extra></extra>",
+        "customdata": np.arange(rows * columns).reshape(rows, columns).tolist(),
+    }
+
+
+# The parts of a step as sim.cost prices them: (field of StepCosts, label, colour role).
+COST_PARTS = (
+    ("linear_ms", "linear layers", "compute"),
+    ("attention_ms", "attention", "attention"),
+    ("lm_head_ms", "LM head", "lm_head"),
+    ("comm_ms", "GPU-to-GPU exchange", "comm"),
+    ("overhead_ms", "fixed overhead", "overhead"),
+)
+
+
+def log_ticks(lo_log: float, hi_log: float) -> list[float]:
+    """1-2-5 tick values between two log10 bounds, so a log axis reads 10, 20, 50, 100, ..."""
+    out = []
+    for e in range(int(np.floor(lo_log)) - 1, int(np.ceil(hi_log)) + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0**e
+            if 10**lo_log <= v <= 10**hi_log:
+                out.append(v)
+    return out

@@ -1,0 +1,94 @@
+"""A lesson's text as data: the ordered sections of its text.md, filled from its Readout.
+
+A section starts with `<!-- section: name -->`. It may carry a condition on the Readout,
+`<!-- section: name when: field -->` or `when: not field`, where `field` is a bool field of the
+Readout: which paragraph shows is decided there, in one place, not by branches in a page.
+Placeholders (`{weight_read_ms:.1f}`) name Readout fields. A "metrics" section holds lines
+`- label :: value`, both sides templates, drawn as a row of st.metric.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import string
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+_MARK = re.compile(
+    r"^<!--\s*section:\s*([\w-]+)(?:\s+when:\s*(not\s+)?(\w+))?\s*-->\s*$", re.MULTILINE
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a text.md: its body and an optional condition on a Readout field."""
+
+    name: str
+    body: str
+    when: str | None = None
+    negate: bool = False
+
+    def shows(self, readout: Any) -> bool:
+        if self.when is None:
+            return True
+        value = getattr(readout, self.when)
+        if not isinstance(value, bool):
+            raise TypeError(f"section {self.name!r}: {self.when} must be a bool field")
+        return value != self.negate
+
+    def fill(self, readout: Any = None, extra: dict | None = None) -> str:
+        if not placeholders(self.body):
+            return self.body
+        return self.body.format_map({**values(readout), **(extra or {})})
+
+
+@cache
+def parse(path: str | Path) -> tuple[Section, ...]:
+    """Every section of a text.md, in file order (a name may appear once per condition)."""
+    raw = Path(path).read_text(encoding="utf-8")
+    parts = _MARK.split(raw)
+    # parts = [preamble, name, negate, when, body, name, negate, when, body, ...]
+    out = []
+    for i in range(1, len(parts), 4):
+        name, negate, when, body = parts[i : i + 4]
+        out.append(Section(name, body.strip(), when, bool(negate)))
+    return tuple(out)
+
+
+def placeholders(template: str) -> set[str]:
+    """The names a template needs filled in."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def values(readout: Any) -> dict[str, Any]:
+    """A Readout's fields by name (empty for None)."""
+    if readout is None:
+        return {}
+    return {f.name: getattr(readout, f.name) for f in dataclasses.fields(readout)}
+
+
+def pick(path: str | Path, name: str, readout: Any = None) -> list[Section]:
+    """The sections called `name` whose condition holds (usually one, or none)."""
+    found = [s for s in parse(path) if s.name == name]
+    if not found:
+        raise KeyError(f"{path}: no section {name!r}")
+    return [s for s in found if s.shows(readout)]
+
+
+def text(path: str | Path, name: str, readout: Any = None, **extra: Any) -> str:
+    """The filled body of section `name` (empty if its condition does not hold)."""
+    return "\n\n".join(s.fill(readout, extra) for s in pick(path, name, readout))
+
+
+def metrics(path: str | Path, name: str, readout: Any) -> list[tuple[str, str]]:
+    """(label, value) pairs of a metrics section: lines `- label :: value`."""
+    out = []
+    for line in text(path, name, readout).splitlines():
+        line = line.strip().removeprefix("- ")
+        if "::" in line:
+            label, value = (part.strip() for part in line.split("::", 1))
+            out.append((label, value))
+    return out

@@ -1,0 +1,255 @@
+"""Lesson "The step loop": its controls (Params), build(p) -> Readout and at_step(r, step).
+
+Five requests arrive over the first steps (one of them a long prompt), on a deliberately small
+KV pool. `timed_replay` runs them through sim's scheduler (vLLM's rules) on the clock of
+`sim.timed`, every step priced by the cost model; `replay.py` turns the run's detail into what
+each frame draws, and `at_step` tells one step in the order of the loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lessons.kit import limits, shared
+from lessons.kit.anim import sample_steps
+from lessons.kit.controls import BadValue, Integer, control, shown
+from lessons.kit.selection import selection
+from lessons.kit.timeline import DECODE, PROMPT, RECOMPUTE
+from lessons.step_loop.readout import Readout, Replay, StepReadout
+from lessons.step_loop.replay import replay_of
+from sim.config import SchedulerConfig
+from sim.cost import Deployment
+from sim.hardware import get_gpu
+from sim.kv import cdiv
+from sim.metrics import summarize
+from sim.models import GIB, kv_pool
+from sim.run import Run
+from sim.timed import run_timed
+from sim.workload import Workload
+
+PREFIX = "sl"
+STEP_KEY = f"{PREFIX}-step"  # the stepper's URL key (the page keeps the step in the link)
+STEP_TEXT = Path(__file__).with_name("step.md")  # the story of one step (StepReadout)
+# The scenario: (prompt tokens, output tokens, arrival step) of each request.
+REQUESTS = ((600, 48, 1), (300, 56, 1), (2500, 16, 3), (400, 40, 5), (200, 32, 8))
+NAMES = tuple(f"R{i + 1}" for i in range(len(REQUESTS)))
+BLOCK_SIZE: int = next(
+    f.default for f in dataclasses.fields(SchedulerConfig) if f.name == "block_size"
+)
+MAX_MODEL_LEN = 8192
+POOL_MIN = cdiv(max(p + o for p, o, _ in REQUESTS), BLOCK_SIZE) + 2
+POOL_MAX = 1000
+POOL_STEP = 10
+FAR_S = 1e9  # an arrival not placed yet (see timed_replay)
+BEFORE_S = 1e-9  # an arrival just before its step starts
+
+
+@dataclass(frozen=True)
+class Params(limits.Limits, shared.Deployment):
+    """Everything the lesson's controls set."""
+
+    gpu: str = shared.gpu("L4")
+    blocks: int = control(
+        240,
+        Integer(
+            f"KV cache pool (blocks of {BLOCK_SIZE} tokens)",
+            lo=POOL_MIN,
+            hi=POOL_MAX,
+            step=POOL_STEP,
+            main=True,
+        ),
+    )
+
+
+def workload(arrival_s: np.ndarray | None = None) -> Workload:
+    """The lesson's five requests, arriving in steps (or at the given times in seconds)."""
+    prompts, outputs, steps = zip(*REQUESTS, strict=True)
+    when = {"arrival_step": steps} if arrival_s is None else {"arrival_s": arrival_s}
+    return Workload.build(prompts, outputs, request_ids=NAMES, **when)
+
+
+def config(blocks: int, budget: int, seqs: int) -> SchedulerConfig:
+    """vLLM's scheduler settings for the lesson (prefix caching off, FCFS, chunked prefill on)."""
+    return SchedulerConfig(
+        max_num_batched_tokens=budget,
+        max_num_seqs=seqs,
+        max_model_len=MAX_MODEL_LEN,
+        num_gpu_blocks=blocks,
+        block_size=BLOCK_SIZE,
+    )
+
+
+def timed_replay(cfg: SchedulerConfig, dep: Deployment) -> Run:
+    """The scenario on sim.timed's clock: each request arrives just before its arrival step
+    starts, so the run takes vLLM's decisions step for step as `run_steps` would.
+
+    The start of step a depends only on the requests that arrived before it, so the arrival
+    times are found one arrival step at a time (the requests not placed yet arrive far later).
+    The scenario keeps the engine busy until its last arrival (R1 alone decodes for 48 steps).
+    """
+    steps = np.array([a for _, _, a in REQUESTS])
+    arrival = np.where(steps == 1, 0.0, FAR_S)
+    for a in sorted(set(steps.tolist()) - {1}):
+        start = run_timed(cfg, workload(arrival), dep).step_start_s[a - 1]
+        arrival = np.where(steps == a, start - BEFORE_S, arrival)
+    return run_timed(cfg, workload(arrival), dep, record_detail=True)
+
+
+def build(p: Params) -> Readout:
+    """The replay and every number the page quotes, for one selection."""
+    gpu = get_gpu(p.gpu)
+    budget, asked = limits.effective(
+        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
+    )
+    seqs = min(asked, budget)  # vLLM refuses a budget below max_num_seqs (limits_refused)
+    cfg = config(p.blocks, budget, seqs)
+    run = timed_replay(cfg, Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype))
+    rep = replay_of(run, NAMES)
+    pool = kv_pool(
+        p.gpu, p.model, tp=p.tp, dtype=p.dtype, block_size=BLOCK_SIZE, max_num_batched_tokens=budget
+    )
+    pre_steps = [k + 1 for k, names in enumerate(rep.preempted) if names]
+    first_pre = pre_steps[0] if pre_steps else 0
+    long_q = int(np.argmax([pr for pr, _, _ in REQUESTS]))
+    shown = sample_steps(run.num_steps) + 1
+    return Readout(
+        **selection(p, dtype=p.dtype),
+        vllm_defaults=p.vllm_defaults,
+        budget=budget,
+        max_num_seqs=seqs,
+        asked_seqs=asked,
+        limits_refused=asked > budget,
+        blocks=p.blocks,
+        block_size=cfg.block_size,
+        usable=int(run.kv_blocks_usable),
+        pool_tokens=int(run.kv_blocks_usable) * cfg.block_size,
+        real_pool=pool.num_gpu_blocks,
+        fits=pool.fits,
+        weight_gb=pool.weights_gib * GIB / 1e9,
+        memory_gib=gpu.memory_gib,
+        requests=len(NAMES),
+        last_arrival=max(a for _, _, a in REQUESTS),
+        long_name=NAMES[long_q],
+        long_prompt=REQUESTS[long_q][0],
+        num_steps=int(run.num_steps),
+        total_ms=float(summarize(run)["makespan_s"]) * 1e3,
+        min_ms=float(rep.step_ms.min()),
+        max_ms=float(rep.step_ms.max()),
+        max_step=int(np.argmax(rep.step_ms)) + 1,
+        preemptions=run.total_preemptions,
+        preempted=run.total_preemptions > 0,
+        preempted_once=run.total_preemptions == 1,
+        preempted_many=run.total_preemptions > 1,
+        first_preempt_step=first_pre,
+        victim=join_names([NAMES[q] for q in rep.preempted[first_pre - 1]] if first_pre else []),
+        frame_steps=shown,
+        frames=int(shown.shape[0]),
+        sampled=bool(shown.shape[0] < run.num_steps),
+        replay=rep,
+    )
+
+
+def join_names(names: list[str]) -> str:
+    """ "R1", "R1 and R2", "R1, R2 and R3" (empty for none)."""
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _names(rep: Replay, reqs: tuple[int, ...] | list[int]) -> str:
+    return join_names([rep.names[q] for q in reqs])
+
+
+def _one_of(a: bool, b: bool) -> tuple[bool, bool, bool, bool]:
+    """The four cases of two facts: (both, only a, only b, neither)."""
+    return a and b, a and not b, b and not a, not a and not b
+
+
+def at_step(r: Readout, step: int) -> StepReadout:
+    """What happened in one step (1-based, clamped to the run), for the story under the stepper."""
+    rep = r.replay
+    k = min(max(int(step), 1), r.num_steps) - 1
+    before = rep.running[k - 1] if k else ()
+    kinds, tokens = rep.kinds[k], rep.tokens[k]
+    decode = [q for q in range(len(rep.names)) if kinds[q] == DECODE]
+    new = [q for q in rep.admitted[k] if kinds[q] == PROMPT]
+    again = [q for q in rep.admitted[k] if kinds[q] == RECOMPUTE]
+    mid = [
+        q
+        for q in range(len(rep.names))
+        if kinds[q] in (PROMPT, RECOMPUTE) and q not in rep.sampled[k]
+    ]
+    preempted = bool(rep.preempted[k])
+    waiting = bool(rep.waiting[k])
+    full = int(rep.used[k]) >= r.budget
+    seats = len(rep.running[k]) + len(rep.finished[k]) >= r.max_num_seqs
+    lists = _one_of(bool(rep.arrived[k]), bool(before))
+    serve = _one_of(bool(decode), bool(rep.continuing[k]))
+    sample = _one_of(bool(rep.sampled[k]), bool(mid))
+    open_ = not preempted
+    return StepReadout(
+        step=k + 1,
+        num_steps=r.num_steps,
+        arrived_names=_names(rep, rep.arrived[k]),
+        already_running=_names(rep, sorted(before, key=rep.names.__getitem__)),
+        arrivals_and_running=lists[0],
+        arrivals_none_running=lists[1],
+        running_no_arrivals=lists[2],
+        nobody_no_arrivals=lists[3],
+        decode_names=_names(rep, decode),
+        chunk_names=_names(rep, rep.continuing[k]),
+        serve_decode_and_chunk=serve[0],
+        serve_decode=serve[1],
+        serve_chunk=serve[2],
+        serve_none=serve[3],
+        preempted=preempted,
+        preempted_names=_names(rep, rep.preempted[k]),
+        admitted_new=bool(new),
+        new_names=_names(rep, new),
+        new_sizes=join_names([f"{int(tokens[q]):,}" for q in new]),
+        admitted_again=bool(again),
+        again_names=_names(rep, again),
+        again_sizes=join_names([f"{int(tokens[q]):,}" for q in again]),
+        waiting_names=_names(rep, rep.waiting[k]),
+        max_num_seqs=r.max_num_seqs,
+        blocked_budget=open_ and waiting and full,
+        blocked_seqs=open_ and waiting and not full and seats,
+        blocked_blocks=open_ and waiting and not full and not seats,
+        blocked_none=open_ and not waiting,
+        tokens=int(rep.used[k]),
+        seqs=int(rep.seqs[k]),
+        budget=r.budget,
+        step_ms=float(rep.step_ms[k]),
+        clock_ms=float(rep.clock_ms[k]),
+        sampled_names=_names(rep, rep.sampled[k]),
+        mid_names=_names(rep, mid),
+        sampled_and_mid=sample[0],
+        sampled_only=sample[1],
+        mid_only=sample[2],
+        sampled_none=sample[3],
+        blocks_used=int(rep.blocks_used[k]),
+        usable=r.usable,
+        finished=bool(rep.finished[k]),
+        finished_names=_names(rep, rep.finished[k]),
+        blocks_after=int(rep.blocks_after[k]),
+    )
+
+
+def frame_of(r: Readout, step: int) -> int:
+    """The animation frame that shows `step` (or, in a sampled run, the nearest one before it)."""
+    return max(int(np.searchsorted(r.frame_steps, int(step), side="right")) - 1, 0)
+
+
+def step_from_link(raw: str | None, num_steps: int) -> tuple[int, dict | None]:
+    """The stepper's step from a link: (step, None), or (1, the problem to report) if it is not
+    a step of this run (as the kit reports a bad control value: lessons/site.md bad-link)."""
+    if raw is None:
+        return 1, None
+    try:
+        return Integer("Step", lo=1, hi=max(num_steps, 1)).parse(raw), None
+    except BadValue as exc:
+        return 1, {"key": STEP_KEY, "value": shown(raw), "expected": str(exc), "default": "1"}

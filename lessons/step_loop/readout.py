@@ -1,0 +1,139 @@
+"""What the step-loop lesson shows, by name: the replay's numbers (`Readout`), what each frame
+draws (`Replay`, arrays over steps) and the story of one step (`StepReadout`), all computed from
+one timed run of sim in lesson.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lessons.kit.selection import Selection
+
+Names = tuple[int, ...]  # request indices, in vLLM's order
+PerStep = tuple[Names, ...]  # one tuple of request indices per step
+
+
+@dataclass(frozen=True, eq=False)
+class Replay:
+    """Per step (row k is step k + 1) and per request (column): what the frames draw."""
+
+    names: tuple[str, ...]
+    outputs: tuple[int, ...]  # the answer length of each request
+    tokens: np.ndarray  # (steps, requests): tokens each request put into the batch
+    kinds: np.ndarray  # (steps, requests): DECODE, PROMPT or RECOMPUTE (lessons.kit.timeline); -1
+    used: np.ndarray  # (steps,): tokens in the batch
+    seqs: np.ndarray  # (steps,): requests in the batch
+    held: np.ndarray  # (steps, requests): KV blocks held right after schedule()
+    streamed: np.ndarray  # (steps, requests): output tokens after the step
+    blocks_used: np.ndarray  # (steps,): blocks in use during the pass
+    blocks_after: np.ndarray  # (steps,): blocks in use after the step's finishes
+    step_ms: np.ndarray  # (steps,): the cost model's price of each step
+    clock_ms: np.ndarray  # (steps,): the clock at the end of each step (the timed run's)
+    waiting: PerStep  # the waiting queue after schedule()
+    running: PerStep  # the running list after schedule(), without this step's finishes
+    done: PerStep  # every request finished by the end of the step
+    arrived: PerStep
+    admitted: PerStep  # new or resumed, in running-list order
+    preempted: PerStep
+    continuing: PerStep  # already running, still reading (or recomputing) their prompt
+    sampled: PerStep
+    finished: PerStep
+
+
+@dataclass(frozen=True, eq=False)
+class Readout(Selection):
+    # the selection and the limits the run used
+    vllm_defaults: bool
+    budget: int
+    max_num_seqs: int
+    asked_seqs: int  # max_num_seqs as set (the run uses at most the budget)
+    limits_refused: bool  # budget below max_num_seqs: vLLM refuses, the run lowers max_num_seqs
+    # the KV pool
+    blocks: int
+    block_size: int
+    usable: int
+    pool_tokens: int
+    real_pool: int
+    fits: bool
+    weight_gb: float
+    memory_gib: float
+    # the scenario
+    requests: int
+    last_arrival: int
+    long_name: str
+    long_prompt: int
+    # the run
+    num_steps: int
+    total_ms: float
+    min_ms: float
+    max_ms: float
+    max_step: int
+    preemptions: int
+    preempted: bool
+    preempted_once: bool
+    preempted_many: bool
+    first_preempt_step: int
+    victim: str
+    # the animation: which steps it draws (all of them, or an even sample)
+    frame_steps: np.ndarray  # 1-based step numbers
+    frames: int
+    sampled: bool
+    replay: Replay
+
+
+@dataclass(frozen=True)
+class StepReadout:
+    """One step of the replay, told in the order of the loop. Names are joined for reading
+    ("R1, R2 and R3"); each group of bools below has exactly one True (or none, see blocked)."""
+
+    step: int
+    num_steps: int
+    # 1. the lists
+    arrived_names: str
+    already_running: str
+    arrivals_and_running: bool
+    arrivals_none_running: bool
+    running_no_arrivals: bool
+    nobody_no_arrivals: bool
+    # 2. choose the work: the running requests
+    decode_names: str
+    chunk_names: str
+    serve_decode_and_chunk: bool
+    serve_decode: bool
+    serve_chunk: bool
+    serve_none: bool
+    # 2. choose the work: the waiting queue
+    preempted: bool
+    preempted_names: str
+    admitted_new: bool
+    new_names: str
+    new_sizes: str
+    admitted_again: bool
+    again_names: str
+    again_sizes: str
+    waiting_names: str
+    max_num_seqs: int
+    blocked_budget: bool  # the blocked_* bools are all False in a step with a preemption
+    blocked_seqs: bool
+    blocked_blocks: bool
+    blocked_none: bool
+    # 3-4. the batch and the pass
+    tokens: int
+    seqs: int
+    budget: int
+    step_ms: float
+    clock_ms: float
+    # 5. sample and stream
+    sampled_names: str
+    mid_names: str
+    sampled_and_mid: bool
+    sampled_only: bool
+    mid_only: bool
+    sampled_none: bool
+    # 6. KV blocks
+    blocks_used: int
+    usable: int
+    finished: bool
+    finished_names: str
+    blocks_after: int

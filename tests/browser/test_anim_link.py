@@ -1,0 +1,53 @@
+"""An animation's frame lives in the link: a link opens the animation at its frame, and playing
+or pausing writes the frame shown into the address bar. Plotly plays frames in the browser, so
+only a browser can check this."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.browser.helpers import CHART, chart_state, open_page
+
+pytestmark = pytest.mark.browser
+
+ANIM = 2  # the step-cost lesson's third chart is its animation (key cost-anim)
+
+
+def _frame_in_url(page: Page) -> str | None:
+    values = parse_qs(urlparse(page.url).query).get("cost-anim-frame")
+    return values[0] if values else None
+
+
+def test_a_link_opens_the_animation_at_its_frame(page: Page, app_url: str):
+    open_page(page, f"{app_url}/step-cost?cost-anim-frame=5", charts=3)
+    state = chart_state(page, ANIM)
+    assert state["slider"] == 5
+    page.wait_for_timeout(1200)
+    assert _frame_in_url(page) == "5"
+
+
+def test_playing_writes_the_frame_into_the_link(page: Page, app_url: str):
+    open_page(page, f"{app_url}/step-cost?cost-tokens=1", charts=3)
+    chart = page.locator(CHART).nth(ANIM)
+    chart.scroll_into_view_if_needed()
+    assert chart_state(page, ANIM)["slider"] == 0  # opens at the controls' 1 token
+    assert _frame_in_url(page) is None
+    chart.locator(".updatemenu-button", has_text="Play").first.click()
+    page.wait_for_function(
+        "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0) >= 3",
+        arg=ANIM,
+        timeout=20_000,
+    )
+    chart.locator(".updatemenu-button", has_text="Pause").first.click()
+    page.wait_for_timeout(1200)
+    shown = chart_state(page, ANIM)["slider"]
+    assert shown >= 3 and _frame_in_url(page) == str(shown)
+    # The link reopens the same frame in a new session.
+    link = page.url
+    other = page.context.new_page()
+    open_page(other, link, charts=3)
+    assert chart_state(other, ANIM)["slider"] == shown
+    other.close()

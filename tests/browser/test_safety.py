@@ -1,0 +1,98 @@
+"""What a browser shows about links and projectors: a hostile value in a link renders as plain
+text on every page (no link, image, heading or markup, no traceback), no request leaves the
+machine, and at 1280x720 every Play and Pause button can be clicked.
+
+Why: link values used to be echoed inside a code span, and a backtick broke out of it (20 of 50
+hostile page loads rendered a link, an image, a heading or markup); on a projector the speed
+menu covered the Pause button; the page icon came from a font server on the internet.
+"""
+
+from __future__ import annotations
+
+import importlib
+from urllib.parse import quote, urlparse
+
+import pytest
+from playwright.sync_api import Page
+
+from lessons.course import lessons
+from lessons.kit.controls import declared
+from tests.browser.helpers import CHART, open_page
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = [
+    "`[Log in again here](https://evil.example/login)`",
+    "x\n# Big heading\n![pic](https://evil.example/a.png)",
+    "<b>bold</b><img src=https://evil.example/i.png>",
+    ":red[alarm] **loud** <a href='https://evil.example'>hi</a>",
+    "y" * 50_000,
+]
+
+
+def _keys(module: str, prefix_attr: str = "PREFIX") -> list[str]:
+    mod = importlib.import_module(module)
+    return [d.url_key(getattr(mod, prefix_attr)) for d in declared(mod.Params)]
+
+
+PAGES = [(f"/{lesson.url}", _keys(f"lessons.{lesson.id}.lesson")) for lesson in lessons()] + [
+    ("/playground", _keys("lessons.calculator.tool")),
+    ("/", ["gpu", "x"]),
+    ("/progress", ["x"]),
+]
+
+
+def _outside(requests: list[str]) -> list[str]:
+    return [
+        u
+        for u in requests
+        if urlparse(u).scheme in ("http", "https", "ws", "wss")
+        and urlparse(u).hostname not in ("127.0.0.1", "localhost")
+    ]
+
+
+@pytest.mark.parametrize(("path", "keys"), PAGES, ids=[p for p, _ in PAGES])
+def test_hostile_link_values_render_as_plain_text(page: Page, app_url: str, path, keys):
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    query = "&".join(f"{k}={quote(HOSTILE[i % len(HOSTILE)])}" for i, k in enumerate(keys))
+    open_page(page, f"{app_url}{path}?{query}", charts=0 if path in ("/", "/progress") else None)
+    main = page.locator("[data-testid=stMain]")
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert main.locator("a[href*='evil'], img[src*='evil']").count() == 0
+    assert main.locator("h1, h2, h3, h4, h5, h6").filter(has_text="Big heading").count() == 0
+    for alert in main.locator("[data-testid=stAlert]").all():
+        assert alert.locator("a, img, h1, h2, h3, code, strong, b").count() == 0, alert.inner_html()
+        assert len(alert.inner_text()) < 600  # a 50,000-character value is cut
+    assert not _outside(requests), _outside(requests)
+
+
+@pytest.mark.parametrize("lesson", lessons(), ids=[lesson.id for lesson in lessons()])
+def test_play_and_pause_can_be_clicked_on_a_projector(browser, app_url: str, shots, lesson):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        open_page(page, f"{app_url}/{lesson.url}", charts=None)
+        charts = page.locator(CHART)
+        animated = 0
+        for i in range(charts.count()):
+            chart = charts.nth(i)
+            if chart.locator(".updatemenu-button", has_text="Play").count() == 0:
+                continue
+            animated += 1
+            chart.scroll_into_view_if_needed()
+            for name in ("Play", "Pause"):
+                button = chart.locator(".updatemenu-button", has_text=name).first
+                box = button.bounding_box()
+                assert box, f"{lesson.id}: no {name} button drawn"
+                hit = page.evaluate(
+                    "([x, y]) => { const e = document.elementFromPoint(x, y);"
+                    " return e && e.closest('.updatemenu-button')?.textContent || ''; }",
+                    [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+                )
+                assert name in hit, f"{lesson.id}: {name} is covered by {hit!r}"
+                button.click()
+            chart.screenshot(path=str(shots / f"projector_{lesson.id}_{i}.png"))
+        assert animated, f"{lesson.id} has no animation"
+    finally:
+        context.close()

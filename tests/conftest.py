@@ -1,0 +1,55 @@
+"""Session-wide test set-up: progress goes to a throwaway database, PostgreSQL when available.
+
+Tests must never write to a learner's real progress: before any test runs, STEPWISE_PROGRESS_DB
+and STEPWISE_DATABASE_URL point at an SQLite file in a temp folder (the URL too, so that a
+`[connections.sql]` in a developer's .streamlit/secrets.toml cannot reach the tests either).
+Servers that browser tests start inherit the same environment, hence the same file.
+
+`pg_url` starts one throwaway PostgreSQL cluster (tests/pg_cluster.py) the first time a test asks
+for it and removes it at the end. If it cannot start, those tests are skipped and the terminal
+summary says so in one loud line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests import pg_cluster
+
+_TMP = Path(tempfile.mkdtemp(prefix="stepwise-tests-"))
+TEST_DB = _TMP / "progress.db"
+os.environ["STEPWISE_PROGRESS_DB"] = str(TEST_DB)
+os.environ["STEPWISE_DATABASE_URL"] = f"sqlite:///{TEST_DB}"
+
+_PG: dict = {"error": None, "asked": False}
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_TMP, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _PG["asked"] and _PG["error"] is not None:
+        terminalreporter.write_line(
+            f"!!! POSTGRESQL TESTS SKIPPED: {_PG['error']}; run scripts/ensure_postgres.sh !!!",
+            red=True,
+            bold=True,
+        )
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """The URL of a throwaway PostgreSQL cluster, removed at the end (skips if none starts)."""
+    _PG["asked"] = True
+    try:
+        cluster = pg_cluster.start()
+    except pg_cluster.ClusterError as exc:
+        _PG["error"] = str(exc)
+        pytest.skip(f"POSTGRESQL TESTS SKIPPED: {exc}")
+    yield cluster.url
+    cluster.stop()

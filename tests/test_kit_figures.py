@@ -1,0 +1,72 @@
+"""The kit's figure vocabulary: animation controls laid out so none can cover another, an
+animation that opens (and reopens from a link) at a chosen frame, and the block grid's cells
+equal to the pool they draw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lessons.kit import anim
+from lessons.kit.figures import FREE, NULL, axis, block_grid
+from lessons.theme import palette
+
+
+def _animated(n: int = 5, start: int = 0) -> dict:
+    frames = [{"data": [{"type": "scatter", "x": [i], "y": [i]}], "traces": [1]} for i in range(n)]
+    figure = {"data": [{"type": "scatter", "x": [0, 9], "y": [0, 9]}, dict(frames[0]["data"][0])]}
+    figure["layout"] = {}
+    return anim.animate(figure, frames, [str(i) for i in range(n)], start=start)
+
+
+def test_controls_have_rows_of_their_own():
+    layout = _animated()["layout"]
+    buttons, speed = layout["updatemenus"]
+    slider = layout["sliders"][0]
+    assert buttons["x"] == 0 and buttons["xanchor"] == "left"
+    assert speed["x"] == 1 and speed["xanchor"] == "right"  # the far edge, not over Pause
+    assert slider["y"] < buttons["y"] == speed["y"]  # the slider on a row below the buttons
+    assert slider["len"] == 1.0
+
+
+@pytest.mark.parametrize("start", [0, 3, 4])
+def test_an_animation_opens_at_its_start_frame(start):
+    figure = _animated(start=start)
+    assert figure["layout"]["sliders"][0]["active"] == start
+    assert figure["data"][1]["x"] == [start]
+    assert figure["data"][0]["x"] == [0, 9]  # traces the frames leave alone stay
+
+
+def test_reopen_copies_and_moves_to_a_frame():
+    figure = _animated()
+    again = anim.reopen(figure, 4)
+    assert again["data"][1]["x"] == [4] and anim.opened_at(again) == 4
+    assert figure["data"][1]["x"] == [0] and anim.opened_at(figure) == 0  # untouched
+    assert anim.signature(figure) != anim.signature(again)
+    with pytest.raises(ValueError):
+        anim.reopen(figure, 5)
+
+
+def test_the_block_grid_draws_the_pool_cell_for_cell():
+    owner = np.array([NULL, 0, 0, 1, FREE, 2, FREE])
+    trace = block_grid(owner, columns=4)
+    z = np.array(trace["z"], dtype=float)
+    assert z.shape == (2, 4)
+    assert z.ravel()[:7].tolist() == owner.tolist() and np.isnan(z.ravel()[7])
+    # every request's cells get that request's palette colour, free and null their own
+    scale = trace["colorscale"]
+    span = trace["zmax"] - trace["zmin"]
+
+    def colour(value: int) -> str:
+        at = (value - trace["zmin"] + 0.5) / span
+        return next(
+            c for (lo, c), (hi, _) in zip(scale[::2], scale[1::2], strict=True) if lo <= at <= hi
+        )
+
+    assert colour(1) == palette()[1] and colour(FREE) != colour(NULL)
+
+
+def test_axis_titles_need_a_unit():
+    assert axis("time (ms)")["title"]["text"] == "time (ms)"
+    with pytest.raises(ValueError):
+        axis("time")

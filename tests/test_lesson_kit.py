@@ -1,0 +1,138 @@
+"""The lesson kit's contract, for every lesson: controls declared once, text that names Readout
+fields, conditions on bool fields, no two lessons sharing a URL key or importing each other.
+
+Why: a placeholder that names no field, or a condition on a field that is not a bool, would
+only show up when a learner reaches that paragraph; here every section of every lesson is
+checked against the Readout its default build returns.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import dataclasses
+import importlib
+from pathlib import Path
+
+import pytest
+
+from lessons.course import lessons
+from lessons.kit import story
+from lessons.kit.controls import BadValue, declared, from_link, shown
+
+ROOT = Path(__file__).resolve().parents[1]
+IDS = [lesson.id for lesson in lessons()]
+
+
+def _module(lesson_id: str):
+    return importlib.import_module(f"lessons.{lesson_id}.lesson")
+
+
+@pytest.fixture(scope="module", params=IDS)
+def built(request):
+    mod = _module(request.param)
+    return request.param, mod, mod.build(mod.Params())
+
+
+def test_every_placeholder_and_condition_names_a_readout_field(built):
+    lesson_id, _, readout = built
+    fields = {f.name: getattr(readout, f.name) for f in dataclasses.fields(readout)}
+    path = ROOT / "lessons" / lesson_id / "text.md"
+    for section in story.parse(path):
+        if section.name.startswith("exercise-"):
+            continue  # filled by the exercise's own numbers
+        if section.when is not None:
+            assert isinstance(fields.get(section.when), bool), (section.name, section.when)
+        missing = story.placeholders(section.body) - set(fields)
+        assert not missing, f"{lesson_id} section {section.name!r} names {missing}"
+        section.fill(readout)  # format specs fit the values
+
+
+def test_every_control_accepts_its_default_and_its_extremes(built):
+    _, mod, _ = built
+    for d in declared(mod.Params):
+        for value in (d.default, d.spec.lowest(), d.spec.highest()):
+            assert d.spec.parse(d.spec.to_url(value)) == value
+
+
+def test_url_keys_are_unique_across_lessons_except_shared_settings():
+    seen: dict[str, str] = {}
+    for lesson_id in IDS:
+        mod = _module(lesson_id)
+        for d in declared(mod.Params):
+            key = d.url_key(mod.PREFIX)
+            if d.spec.shared:
+                continue
+            assert key not in seen, f"{key} in {lesson_id} and {seen[key]}"
+            seen[key] = lesson_id
+
+
+def test_shared_settings_have_one_declaration():
+    from lessons.kit import shared
+
+    for lesson_id in IDS:
+        for d in declared(_module(lesson_id).Params):
+            if d.spec.shared:
+                assert d.spec in (shared.GPU, shared.MODEL, shared.TP, shared.DTYPE)
+
+
+def test_no_lesson_imports_another():
+    for lesson_id in IDS:
+        for path in (ROOT / "lessons" / lesson_id).glob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                for name in names:
+                    parts = name.split(".")
+                    if parts[0] == "lessons" and len(parts) > 1 and parts[1] in IDS:
+                        assert parts[1] == lesson_id, f"{path} imports {name}"
+
+
+def test_files_stay_small():
+    for path in (ROOT / "lessons").glob("*/figures.py"):
+        assert len(path.read_text().splitlines()) <= 300, path
+    for path in (ROOT / "pages").glob("*.py"):
+        assert len(path.read_text().splitlines()) <= 80, path
+
+
+def test_a_bad_link_value_is_reported_and_replaced_by_the_default():
+    mod = _module("step_cost")
+    params, problems = from_link(mod.Params, mod.PREFIX, {"cost-tokens": "3", "gpu": "nope"})
+    assert params == mod.Params()
+    assert {p["key"] for p in problems} == {"cost-tokens", "gpu"}
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "`[Log in again here](https://evil.example/login)`",
+        "x\n# Big heading\n![img](https://evil.example/a.png)",
+        "<a href='https://evil.example'>hi</a>",
+        ":red[alarm] :material/warning:",
+        "mail me: a@evil.example or www.evil.example",
+        "a" * 50_000,
+    ],
+)
+def test_values_from_links_are_shown_as_plain_text(hostile):
+    import markdown_it
+
+    safe = shown(hostile)
+    assert len(safe) < 200 and "\n" not in safe
+    lowered = safe.lower()
+    # GFM links bare URLs and addresses even when their marks are escaped: none may remain.
+    assert "http" not in lowered and "www\\." not in lowered
+    assert not re.search(r"@[A-Za-z0-9]", safe)
+    html = markdown_it.MarkdownIt("gfm-like").enable("linkify").render(safe)
+    for tag in ("<a", "<img", "<h1", "<code", "<strong", "<em"):
+        assert tag not in html, html
+
+
+def test_bad_value_messages_say_what_is_expected():
+    mod = _module("step_cost")
+    spec = {d.name: d.spec for d in declared(mod.Params)}["tokens"]
+    with pytest.raises(BadValue, match="one of 1, 2, ..., 16,384"):
+        spec.parse("3")

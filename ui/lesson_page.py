@@ -1,0 +1,299 @@
+"""Renders a lesson from its declarations: controls from `Params`, text from `text.md` sections
+filled by the `Readout`, charts through the house style, then the quiz, Reset and Next lesson.
+
+Widget state. Every control has a widget key of its own lesson (`w:<url key>`), so no two pages
+ever share a widget, and a kept value (`keep:<url key>`) that survives page switches. A control
+shared by all lessons (GPU, model, TP, weights) keeps one value under its one URL key; it is
+stored when the learner changes it or a link sets it, and until then each lesson opens at its
+own default. The URL is written from the values on screen after every run (a value equal to the
+lesson's default is left out), so the address bar always reproduces the page. A value from a
+link is read only on the first run of the page in a session, checked against its control, and a
+bad one is reported as plain text and replaced by the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from lessons.course import SITE_TEXT, Lesson, lesson, lessons
+from lessons.kit import anim, limits, story
+from lessons.kit.controls import BadValue, Choice, Declared, Integer, Steps, Text, Toggle, declared
+from lessons.kit.controls import shown as shown_safe
+from lessons.kit.shared import DTYPE
+from lessons.text import section
+from ui.charts import show
+from ui.quiz import render_lesson_practice
+
+KEEP = "keep:"
+_FRAME_JS = (Path(__file__).parent / "anim_link.js").read_text(encoding="utf-8")
+if "<" in _FRAME_JS:  # Streamlit's HTML sanitizer would cut the script at a tag-like "<..."
+    raise ValueError("ui/anim_link.js must not contain '<'")
+_FRAME_SCRIPT = "<script>" + _FRAME_JS + "</script>"
+WIDGET = "w:"
+
+
+def _keep_key(url_key: str) -> str:
+    return KEEP + url_key
+
+
+def _saved(url_key: str) -> None:
+    """on_change of a widget: the learner's value becomes the kept one."""
+    st.session_state[_keep_key(url_key)] = st.session_state[WIDGET + url_key]
+
+
+def _bad_link(key: str, raw: str, expected: str, default: str) -> None:
+    values = {"key": key, "value": shown_safe(raw), "expected": expected, "default": default}
+    st.warning(section(SITE_TEXT, "bad-link", values), icon=":material/link_off:")
+
+
+class LessonPage:
+    """One lesson's page: `controls()` -> Params, `say()` text, `chart()`, `footer()`."""
+
+    def __init__(
+        self, lesson_id: str | None, params_cls: type, prefix: str, text_path: Path | None = None
+    ) -> None:
+        """A course lesson by id, or (lesson_id None) a tool page with its own text.md."""
+        self.lesson: Lesson | None = None if lesson_id is None else lesson(lesson_id)
+        self.params_cls = params_cls
+        self.prefix = prefix
+        self.text_path = text_path if self.lesson is None else self.lesson.text_path
+        self.declared = {d.name: d for d in declared(params_cls)}
+
+    # -- controls ------------------------------------------------------------------------------
+    def _initial(self, d: Declared, url_key: str) -> Any:
+        """The value a control opens at: kept, else from the link (checked), else the default."""
+        keep = _keep_key(url_key)
+        if keep in st.session_state:
+            return st.session_state[keep]
+        raw = st.query_params.get(url_key)
+        if raw is not None:
+            try:
+                value = d.spec.parse(raw)
+            except BadValue as exc:
+                _bad_link(url_key, raw, str(exc), d.spec.to_url(d.default))
+            else:
+                st.session_state[keep] = value
+                return value
+        if not d.spec.shared:
+            st.session_state[keep] = d.default
+        return d.default
+
+    def _widget(self, d: Declared, value: Any, on_change: Callable | None) -> Any:
+        url_key = d.url_key(self.prefix)
+        wkey = WIDGET + url_key
+        st.session_state[wkey] = value
+
+        def changed() -> None:
+            _saved(url_key)
+            if on_change is not None:
+                on_change()
+
+        spec = d.spec
+        common = {"key": wkey, "help": spec.help, "on_change": changed}
+        if isinstance(spec, Choice):
+            return st.selectbox(spec.label, spec.options, format_func=spec.format, **common)
+        if isinstance(spec, Steps):
+            return st.select_slider(spec.label, options=list(spec.options), **common)
+        if isinstance(spec, Integer):
+            return st.slider(spec.label, spec.lo, spec.hi, step=spec.step, **common)
+        if isinstance(spec, Toggle):
+            return st.toggle(spec.label, **common)
+        if isinstance(spec, Text):
+            return st.text_input(spec.label, max_chars=spec.max_chars, **common)
+        raise TypeError(f"no widget for {type(spec).__name__}")
+
+    def _render(
+        self, d: Declared, on_change: Callable | None, chosen: dict[str, Any], drawn: bool = True
+    ) -> Any:
+        url_key = d.url_key(self.prefix)
+        value = self._initial(d, url_key)
+        if not drawn:  # hidden (show_if): keeps its value, leaves the URL
+            st.query_params.pop(url_key, None)
+            return value
+        note = None
+        if d.spec is DTYPE and value == "fp8" and not _has_fp8(chosen.get("gpu")):
+            value, note = "bf16", chosen.get("gpu")
+            if _keep_key(url_key) in st.session_state:
+                st.session_state[_keep_key(url_key)] = value
+        result = self._widget(d, value, on_change)
+        if note is not None:
+            st.caption(section(SITE_TEXT, "fp8-fallback", {"gpu": note}))
+        if result == d.default:
+            st.query_params.pop(url_key, None)
+        else:
+            st.query_params[url_key] = d.spec.to_url(result)
+        return result
+
+    def controls(
+        self,
+        rows: Sequence[Sequence[str]] | None = None,
+        *,
+        on_change: dict[str, Callable[[], None]] | None = None,
+        fixed: dict[str, Any] | None = None,
+        show_if: dict[str, Callable[[dict[str, Any]], bool]] | None = None,
+    ) -> Any:
+        """Draw the lesson's controls in rows of columns (field names; default: all in one row)
+        and return the Params they set. `fixed` gives fields not drawn (computed by the page).
+        `show_if[name](values so far)` False hides a control (it keeps its value)."""
+        names = list(self.declared)
+        rows = rows if rows is not None else [names]
+        missing = set(names) - {n for row in rows for n in row} - set(fixed or {})
+        if missing:
+            raise ValueError(f"controls not laid out: {sorted(missing)}")
+        chosen: dict[str, Any] = {}
+        # The limit sliders hide while vLLM's defaults are on, on every lesson that has them.
+        rules = {n: r for n, r in limits.SHOW_IF.items() if n in self.declared} | (show_if or {})
+        for row in rows:
+            drawn = [n for n in row if rules.get(n, _always)(chosen)]
+            for name in row:
+                if name not in drawn:
+                    chosen[name] = self._render(self.declared[name], None, chosen, drawn=False)
+            if not drawn:
+                continue
+            for col, name in zip(st.columns(len(drawn)), drawn, strict=True):
+                with col:
+                    hook = (on_change or {}).get(name)
+                    chosen[name] = self._render(self.declared[name], hook, chosen)
+        return self.params_cls(**chosen, **(fixed or {}))
+
+    def defaults_note(self, readout: Any) -> None:
+        """The caption under the limits when the run uses vLLM's defaults (the Readout's
+        `vllm_defaults`, `gpu`, `budget` and `max_num_seqs`)."""
+        if not readout.vllm_defaults:
+            return
+        values = {
+            "gpu": readout.gpu,
+            "max_num_batched_tokens": readout.budget,
+            "max_num_seqs": readout.max_num_seqs,
+        }
+        st.caption(section(SITE_TEXT, "defaults-on", values))
+
+    def set(self, name: str, value: Any) -> None:
+        """Set a control's value from a callback (e.g. a GPU change picks that GPU's default)."""
+        url_key = self.declared[name].url_key(self.prefix)
+        st.session_state[_keep_key(url_key)] = value
+
+    def value(self, name: str) -> Any:
+        """A control's current value (kept, or its default) without drawing it."""
+        d = self.declared[name]
+        return st.session_state.get(_keep_key(d.url_key(self.prefix)), d.default)
+
+    def reset(self) -> None:
+        """on_click of Reset: forget this lesson's own values (shared settings stay)."""
+        own = f"{self.prefix}-"
+        for key in list(st.session_state):
+            name = str(key)
+            for start in (KEEP, WIDGET, "linkframe:", ""):
+                if name.startswith(start + own):
+                    del st.session_state[key]
+                    break
+        for key in list(st.query_params):
+            if key.startswith(own):
+                del st.query_params[key]
+
+    # -- text and charts -----------------------------------------------------------------------
+    def text(self, name: str, readout: Any = None, **extra: Any) -> str:
+        """Section `name` filled from the Readout (empty if its condition does not hold)."""
+        return story.text(self.text_path, name, readout, **extra)
+
+    def say(self, readout: Any, *names: str, **extra: Any) -> None:
+        """The named sections of text.md whose condition holds, filled from the Readout."""
+        for name in names:
+            body = story.text(self.text_path, name, readout, **extra)
+            if body:
+                st.markdown(body)
+
+    def metrics(self, readout: Any, name: str = "metrics") -> None:
+        """A row of st.metric from a metrics section (`- label :: value` lines)."""
+        items = story.metrics(self.text_path, name, readout)
+        for col, (label, value) in zip(st.columns(len(items)), items, strict=True):
+            col.metric(label, value)
+
+    def chart(self, figure: dict, readout: Any, key: str) -> None:
+        """A chart; its alt text is the text.md section `alt-<key>`, filled from the Readout.
+        An animation opens at the frame a link names (`<prefix>-<key>-frame`), as long as the
+        controls still make the same animation."""
+        alt = story.text(self.text_path, f"alt-{key}", readout)
+        full = f"{self.prefix}-{key}"
+        if figure.get("frames"):
+            start = anim.opened_at(figure)
+            layout = {**figure["layout"], "meta": {"start": start}}
+            figure = {**figure, "layout": layout}
+            frame = self._link_frame(full, figure)
+            if frame is not None:
+                figure = anim.reopen(figure, frame)
+            self._animated = True
+        show(figure, alt=alt, key=full)
+
+    def _link_frame(self, full_key: str, figure: dict) -> int | None:
+        """The frame a link asked for, checked once; kept while the animation is unchanged."""
+        state = f"linkframe:{full_key}"
+        sig = anim.signature(figure)
+        if state not in st.session_state:
+            url_key = f"{full_key}-frame"
+            raw = st.query_params.get(url_key)
+            st.session_state[state] = None
+            if raw is not None:
+                last = len(figure["frames"]) - 1
+                spec = Integer("frame", lo=0, hi=last)
+                try:
+                    st.session_state[state] = (sig, spec.parse(raw))
+                except BadValue as exc:
+                    _bad_link(url_key, raw, str(exc), str(anim.opened_at(figure)))
+        kept = st.session_state[state]
+        if kept is None or kept[0] != sig:
+            st.session_state[state] = None
+            return None
+        return kept[1]
+
+    def warn(self, readout: Any, name: str, icon: str = ":material/warning:") -> None:
+        """A warning box with section `name`, if its condition on the Readout holds."""
+        body = story.text(self.text_path, name, readout)
+        if body:
+            st.warning(body, icon=icon)
+
+    # -- the end of every lesson ---------------------------------------------------------------
+    def footer(self) -> None:
+        """Quiz and exercises, then Reset this lesson and the link to the next lesson; and the
+        script that keeps each animation's frame in the address bar."""
+        st.html(_FRAME_SCRIPT, unsafe_allow_javascript=True)
+        if self.lesson is None:
+            raise ValueError("a tool page has no quiz")
+        self.say(None, "quiz")
+        render_lesson_practice(self.lesson)
+        left, right = st.columns(2, vertical_alignment="center")
+        left.button(
+            section(SITE_TEXT, "reset-lesson"),
+            key=f"{self.prefix}-reset",
+            on_click=self.reset,
+            help=section(SITE_TEXT, "reset-lesson-help"),
+            icon=":material/restart_alt:",
+        )
+        following = _next(self.lesson)
+        if following is not None:
+            with right:
+                st.page_link(
+                    following.page,
+                    label=section(SITE_TEXT, "next-lesson", {"title": following.title}),
+                    icon=":material/arrow_forward:",
+                )
+
+
+def _always(_: dict[str, Any]) -> bool:
+    return True
+
+
+def _next(current: Lesson) -> Lesson | None:
+    order = list(lessons())
+    i = order.index(current)
+    return order[i + 1] if i + 1 < len(order) else None
+
+
+def _has_fp8(gpu: str | None) -> bool:
+    from sim.hardware import get_gpu
+
+    return gpu is None or bool(get_gpu(gpu).fp8_tflops)
