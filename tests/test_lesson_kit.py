@@ -9,9 +9,9 @@ checked against the Readout its default build returns.
 from __future__ import annotations
 
 import ast
-import re
 import dataclasses
 import importlib
+import re
 from pathlib import Path
 
 import pytest

@@ -27,7 +27,7 @@ from lessons.chunked_prefill.lanes import (
 from lessons.chunked_prefill.readout import CHUNK, DECODE, WHOLE, Readout
 from lessons.kit import limits, shared
 from lessons.kit.controls import Integer, Steps, control
-from lessons.kit.selection import selection
+from lessons.kit.selection import selection, used_limits
 from sim.config import SchedulerConfig
 from sim.cost import Deployment, step_costs
 from sim.hardware import get_gpu, peak_tflops
@@ -230,7 +230,7 @@ def build(p: Params) -> Readout:
     return Readout(
         **selection(p, dtype=s.dep.dtype),
         single_gpu=p.tp == 1,
-        vllm_defaults=p.vllm_defaults,
+        **used_limits(p, s.budget, s.max_num_seqs),
         users=s.users,
         users_asked=p.users,
         users_clamped=s.users != p.users,
@@ -239,8 +239,6 @@ def build(p: Params) -> Readout:
         prompt_asked=p.prompt_tokens,
         prompt_clamped=s.prompt != p.prompt_tokens,
         long_output=LONG_OUTPUT,
-        budget=s.budget,
-        max_num_seqs=s.max_num_seqs,
         seqs_asked=s.seqs_asked,
         seqs_clamped=s.max_num_seqs != s.seqs_asked,
         max_model_len=s.max_model_len,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.kit.selection import Selection
+from lessons.kit.selection import Selection, UsedLimits
 
 DECODE, CHUNK, WHOLE = 0, 1, 2  # kinds of step: decodes only, decodes + a chunk, the whole prompt
 
@@ -30,10 +30,9 @@ class LaneView:
 
 
 @dataclass(frozen=True, eq=False)
-class Readout(Selection):
+class Readout(UsedLimits, Selection):
     # the selection
     single_gpu: bool
-    vllm_defaults: bool  # vLLM's default limits for the GPU
     # the scenario the runs use (and what was asked, when a limit cut it)
     users: int
     users_asked: int
@@ -43,8 +42,6 @@ class Readout(Selection):
     prompt_asked: int
     prompt_clamped: bool
     long_output: int
-    budget: int
-    max_num_seqs: int
     seqs_asked: int
     seqs_clamped: bool
     max_model_len: int

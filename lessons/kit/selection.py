@@ -32,3 +32,17 @@ def selection(p: Any, *, dtype: str | None = None) -> dict[str, Any]:
         "dtype": shown.upper(),
         "tp": getattr(p, "tp", 1),
     }
+
+
+@dataclass(frozen=True, eq=False)
+class UsedLimits:
+    """The limits a run used: vLLM's defaults for the GPU (`vllm_defaults`) or the learner's."""
+
+    vllm_defaults: bool
+    budget: int
+    max_num_seqs: int
+
+
+def used_limits(p: Any, budget: int, seqs: int) -> dict[str, Any]:
+    """The UsedLimits fields for a Params with the kit's limit controls."""
+    return {"vllm_defaults": p.vllm_defaults, "budget": int(budget), "max_num_seqs": int(seqs)}

@@ -17,7 +17,7 @@ import numpy as np
 from lessons.kit import limits, shared
 from lessons.kit.anim import sample_steps
 from lessons.kit.controls import BadValue, Integer, control, shown
-from lessons.kit.selection import selection
+from lessons.kit.selection import selection, used_limits
 from lessons.kit.timeline import DECODE, PROMPT, RECOMPUTE
 from lessons.step_loop.readout import Readout, Replay, StepReadout
 from lessons.step_loop.replay import replay_of
@@ -118,9 +118,7 @@ def build(p: Params) -> Readout:
     shown = sample_steps(run.num_steps) + 1
     return Readout(
         **selection(p, dtype=p.dtype),
-        vllm_defaults=p.vllm_defaults,
-        budget=budget,
-        max_num_seqs=seqs,
+        **used_limits(p, budget, seqs),
         asked_seqs=asked,
         limits_refused=asked > budget,
         blocks=p.blocks,

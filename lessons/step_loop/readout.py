@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.kit.selection import Selection
+from lessons.kit.selection import Selection, UsedLimits
 
 Names = tuple[int, ...]  # request indices, in vLLM's order
 PerStep = tuple[Names, ...]  # one tuple of request indices per step
@@ -42,11 +42,8 @@ class Replay:
 
 
 @dataclass(frozen=True, eq=False)
-class Readout(Selection):
+class Readout(UsedLimits, Selection):
     # the selection and the limits the run used
-    vllm_defaults: bool
-    budget: int
-    max_num_seqs: int
     asked_seqs: int  # max_num_seqs as set (the run uses at most the budget)
     limits_refused: bool  # budget below max_num_seqs: vLLM refuses, the run lowers max_num_seqs
     # the KV pool

@@ -25,7 +25,7 @@ import numpy as np
 
 from lessons.kit import limits, shared
 from lessons.kit.controls import Integer, Steps, control
-from lessons.kit.selection import selection
+from lessons.kit.selection import selection, used_limits
 from lessons.throughput_curve.readout import Curves, Readout
 from sim.config import SchedulerConfig
 from sim.cost import Deployment, step_costs, weight_read_ms
@@ -162,9 +162,7 @@ def build(p: Params) -> Readout:
         **selection(p, dtype=dtype),
         context=p.context,
         target_ms=p.itl_target_ms,
-        vllm_defaults=p.vllm_defaults,
-        budget=budget,
-        max_num_seqs=seqs,
+        **used_limits(p, budget, seqs),
         max_seqs=MAX_SEQS,
         config_error=error,
         config_invalid=bool(error),

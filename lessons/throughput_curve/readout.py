@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.kit.selection import Selection
+from lessons.kit.selection import Selection, UsedLimits
 
 
 @dataclass(frozen=True, eq=False)
@@ -23,13 +23,10 @@ class Curves:
 
 
 @dataclass(frozen=True, eq=False)
-class Readout(Selection):
+class Readout(UsedLimits, Selection):
     # the selection (the limits as the engine uses them: vLLM's defaults or the learner's own)
     context: int
     target_ms: int
-    vllm_defaults: bool
-    budget: int
-    max_num_seqs: int
     max_seqs: int  # the largest concurrency the lesson prices
     # vLLM's checks
     config_error: str

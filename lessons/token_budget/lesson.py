@@ -22,7 +22,7 @@ import numpy as np
 
 from lessons.kit import limits, shared
 from lessons.kit.controls import Integer, Steps, control
-from lessons.kit.selection import selection
+from lessons.kit.selection import selection, used_limits
 from lessons.kit.timeline import PROMPT, BudgetFill, classify
 from lessons.kit.words import ordinal
 from lessons.token_budget.arithmetic import SPEC_KS, defaults_numbers, spec_numbers
@@ -242,9 +242,7 @@ def build(p: Params) -> Readout:
     needed = numbers["needed"] if runs else s.prompt
     return Readout(
         **selection(p, dtype=s.dtype),
-        vllm_defaults=p.vllm_defaults,
-        budget=s.budget,
-        max_num_seqs=s.seqs,
+        **used_limits(p, s.budget, s.seqs),
         decodes=p.decodes,
         running=s.running,
         prompt=s.prompt,

@@ -7,17 +7,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.kit.selection import Selection
+from lessons.kit.selection import Selection, UsedLimits
 from lessons.kit.timeline import BudgetFill
 from sim.run import Run
 
 
 @dataclass(frozen=True, eq=False)
-class Readout(Selection):
+class Readout(UsedLimits, Selection):
     # the selection, and the limits the run used
-    vllm_defaults: bool
-    budget: int
-    max_num_seqs: int
     decodes: int
     running: int  # running requests the scenario holds (below max_num_seqs and the budget)
     prompt: int
