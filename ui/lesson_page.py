@@ -45,6 +45,17 @@ def _saved(url_key: str) -> None:
     st.session_state[_keep_key(url_key)] = st.session_state[WIDGET + url_key]
 
 
+def _write_url(url_key: str, value: str | None) -> None:
+    """Put a control's value in the address bar (None: leave it out). Only a change is sent:
+    every write is a message to the browser, and most reruns change one control at most."""
+    if st.query_params.get(url_key) == value:
+        return
+    if value is None:
+        del st.query_params[url_key]
+    else:
+        st.query_params[url_key] = value
+
+
 def _bad_link(key: str, raw: str, expected: str, default: str) -> None:
     values = {"key": key, "value": shown_safe(raw), "expected": expected, "default": default}
     st.warning(section(SITE_TEXT, "bad-link", values), icon=":material/link_off:")
@@ -112,7 +123,7 @@ class LessonPage:
         url_key = d.url_key(self.prefix)
         value = self._initial(d, url_key)
         if not drawn:  # hidden (show_if): keeps its value, leaves the URL
-            st.query_params.pop(url_key, None)
+            _write_url(url_key, None)
             return value
         note = None
         if d.spec is DTYPE and value == "fp8" and not _has_fp8(chosen.get("gpu")):
@@ -122,10 +133,7 @@ class LessonPage:
         result = self._widget(d, value, on_change)
         if note is not None:
             st.caption(section(SITE_TEXT, "fp8-fallback", {"gpu": note}))
-        if result == d.default:
-            st.query_params.pop(url_key, None)
-        else:
-            st.query_params[url_key] = d.spec.to_url(result)
+        _write_url(url_key, None if result == d.default else d.spec.to_url(result))
         return result
 
     def controls(

@@ -51,3 +51,14 @@ def test_playing_writes_the_frame_into_the_link(page: Page, app_url: str):
     open_page(other, link, charts=3)
     assert chart_state(other, ANIM)["slider"] == shown
     other.close()
+
+
+def test_the_address_bar_follows_the_controls(page: Page, app_url: str):
+    """A control moved on screen is in the link at once, and back at its default it leaves."""
+    open_page(page, f"{app_url}/step-cost", charts=3)
+    slider = page.get_by_role("slider", name="Prompt tokens in the step")
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('cost-tokens=3072')", timeout=15_000)
+    slider.press("ArrowLeft")
+    page.wait_for_function("() => !location.search.includes('cost-tokens')", timeout=15_000)
