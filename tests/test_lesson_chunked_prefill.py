@@ -26,7 +26,7 @@ from sim.metrics import request_metrics
 from sim.scheduler import run_steps
 from sim.timed import run_timed
 from sim.workload import Workload
-from tests.apptest_util import answer, charts, run_page
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
 
 PAGE = "pages/lesson_chunked_prefill.py"
 STEP_COST = "pages/lesson_step_cost.py"
@@ -311,14 +311,9 @@ def test_every_control_at_its_extremes_gives_no_traceback(high):
     assert len(charts(at)) == 2
 
 
-def test_quiz_grades(opening):
-    """Kept minimal: the progress storage is being rewritten (answer, no exception)."""
-    bank = lesson("chunked_prefill").bank()
-    assert len(bank.questions) >= 6
-    at = run_page(PAGE)
-    q = bank.question("protects_itl")
-    answer(at, "chunked_prefill", q.id, q.correct_choice)
-    assert not at.exception
+def test_quiz_grades_and_awards_xp_once():
+    assert len(lesson("chunked_prefill").bank().questions) >= 6
+    assert_quiz_awards_xp_once(PAGE, "chunked_prefill", "protects_itl")
 
 
 def _replay_steps(budget: int, users: int, prompt: int) -> int:
