@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from sim.kv import cdiv
+from sim.scheduler import Engine
+from sim.timed import run_timed, timer_for
 from sim.workload import Workload
 
 
@@ -197,11 +202,6 @@ def timed_run(scenario: StreamThenPrompt, config, deployment, *, record_detail: 
     push it into the next step, and the whole workload is timed. Returns that `sim.run.Run`:
     `run.arrival_s[scenario.long_index]` is the moment the long prompt arrived.
     """
-    import numpy as np
-
-    from sim.scheduler import Engine
-    from sim.timed import run_timed, timer_for
-
     wl = scenario.workload()
     late = scenario.long_index
     first = np.arange(wl.num_requests) != late
@@ -240,15 +240,13 @@ def timed_run(scenario: StreamThenPrompt, config, deployment, *, record_detail: 
 # N sequences at once, for every N of a sweep, as step_costs inputs.
 
 
-def decode_sweep(num_seqs, context_tokens: int) -> dict:
+def decode_sweep(num_seqs: ArrayLike, context_tokens: int) -> dict[str, np.ndarray]:
     """Steady decode steps, one per value N of `num_seqs`: N running sequences, each holding
     `context_tokens` computed tokens, decode one token apiece (what vLLM's scheduler gives every
     running request when nothing else waits). Returns the inputs of `sim.cost.step_costs` as
     int64 arrays: N query tokens from N sequences, N x context KV tokens read, N x (context + 1)
     attention pairs.
     """
-    import numpy as np
-
     n = np.asarray(num_seqs, dtype=np.int64).reshape(-1)
     ctx = int(context_tokens)
     return {

@@ -18,7 +18,7 @@ import pytest
 
 from lessons.course import lessons
 from lessons.kit import story
-from lessons.kit.controls import BadValue, declared, from_link, shown
+from lessons.kit.controls import BadValue, Steps, declared, shown
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = [lesson.id for lesson in lessons()]
@@ -99,13 +99,6 @@ def test_files_stay_small():
         assert len(path.read_text().splitlines()) <= 80, path
 
 
-def test_a_bad_link_value_is_reported_and_replaced_by_the_default():
-    mod = _module("step_cost")
-    params, problems = from_link(mod.Params, mod.PREFIX, {"cost-tokens": "3", "gpu": "nope"})
-    assert params == mod.Params()
-    assert {p["key"] for p in problems} == {"cost-tokens", "gpu"}
-
-
 @pytest.mark.parametrize(
     "hostile",
     [
@@ -136,3 +129,8 @@ def test_bad_value_messages_say_what_is_expected():
     spec = {d.name: d.spec for d in declared(mod.Params)}["tokens"]
     with pytest.raises(BadValue, match="one of 1, 2, ..., 16,384"):
         spec.parse("3")
+
+
+def test_a_short_option_list_reads_as_a_list():
+    with pytest.raises(BadValue, match=r"^one of 1, 2, 4$"):
+        Steps("k", options=(1, 2, 4)).parse("3")

@@ -3,14 +3,14 @@
 A field reads `tokens: int = control(2048, Steps("Prompt tokens in the step", TOKENS))`. From
 that one declaration the kit derives the widget (ui/lesson_page.py), the URL key, the check of a
 value that arrives from a link and the message shown when it is bad. This module is pure Python,
-so the same declarations drive the cross-page tests and the command line of the future.
+so the same declarations drive the cross-page tests.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +107,9 @@ class Steps(Control):
 
     def expected(self) -> str:
         o = self.options
-        return f"one of {o[0]:,}, {o[1]:,}, ..., {o[-1]:,}" if len(o) > 3 else f"one of {o}"
+        if len(o) > 3:
+            return f"one of {o[0]:,}, {o[1]:,}, ..., {o[-1]:,}"
+        return "one of " + ", ".join(f"{v:,}" for v in o)
 
     def lowest(self) -> int:
         return self.options[0]
@@ -236,26 +238,3 @@ def shown(value: object, limit: int = MAX_LINK_CHARS) -> str:
     return "".join(
         "\\" + ch if ch.isascii() and not ch.isalnum() and ch != " " else ch for ch in text
     )
-
-
-def from_link(params_cls: type, prefix: str, query: Mapping[str, str]) -> tuple[Any, list[dict]]:
-    """Params from URL values (pure: the page does the same through widgets). Returns the params
-    and one problem per bad value: {"key", "value" (safe to show), "expected", "default"}."""
-    values, problems = {}, []
-    for d in declared(params_cls):
-        key = d.url_key(prefix)
-        raw = query.get(key)
-        if raw is None:
-            continue
-        try:
-            values[d.name] = d.spec.parse(raw)
-        except BadValue as exc:
-            problems.append(
-                {
-                    "key": key,
-                    "value": shown(raw),
-                    "expected": str(exc),
-                    "default": d.spec.to_url(d.default),
-                }
-            )
-    return params_cls(**values), problems

@@ -129,6 +129,7 @@ def budget_timeline(
     title: str | None = None,
     frames: bool = True,
     fill: BudgetFill | None = None,
+    open_at_step: int | None = None,
 ) -> dict:
     """Stacked bars per step (decode, prompt chunks, recompute) and the unused budget, dashed.
 
@@ -136,6 +137,7 @@ def budget_timeline(
     the hover text (default "request <id>"). With `frames`, a Play/Pause/speed/step-slider
     animation moves a cursor over the steps (sampled evenly if the window has more than 200,
     which the chart's subtitle then says). Pass a precomputed `fill` to avoid classifying twice.
+    The animation opens at the frame nearest `open_at_step` (default: the window's first step).
     """
     fill = fill or classify(run)
     last = fill.steps.shape[0] if last_step is None else min(int(last_step), fill.steps.shape[0])
@@ -226,8 +228,7 @@ def budget_timeline(
             "range": [float(xs[0]) - 0.6, float(xs[-1]) + 0.6],
             **({"dtick": 1} if idx.shape[0] <= 30 else {}),
         },
-        "yaxis": {"title": {"text": "tokens in the step"}, "range": [0, y_top]},
-        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+        "yaxis": {"title": {"text": "budget used (tokens)"}, "range": [0, y_top]},
         "margin": {"t": 110},
     }
     figure = {"data": data, "layout": layout}
@@ -284,4 +285,6 @@ def budget_timeline(
     frame_list = [frame(int(k)) for k in shown]
     figure["data"] = data + frame_list[0]["data"]
     labels = [str(int(fill.steps[k])) for k in shown]
-    return animate(figure, frame_list, labels, prefix="step ")
+    target = first if open_at_step is None else int(open_at_step)
+    start = min(range(len(shown)), key=lambda i: abs(int(fill.steps[shown[i]]) - target))
+    return animate(figure, frame_list, labels, prefix="step ", start=start)

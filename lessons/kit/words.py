@@ -1,15 +1,6 @@
-"""Number formatting for text a learner reads: one rule per kind of number."""
+"""Small text helpers for numbers and lists a learner reads."""
 
 from __future__ import annotations
-
-
-def ms(value: float) -> str:
-    """Milliseconds: one decimal below 100 ms, none above, with thousands separators."""
-    return f"{value:,.1f} ms" if abs(value) < 100 else f"{value:,.0f} ms"
-
-
-def tokens(n: int) -> str:
-    return f"{int(n):,} token" + ("" if int(n) == 1 else "s")
 
 
 def ordinal(n: int) -> str:
@@ -19,5 +10,8 @@ def ordinal(n: int) -> str:
     return f"{n:,}{suffix}"
 
 
-def pct(value: float) -> str:
-    return f"{value:.0f}%"
+def join(items: list[str]) -> str:
+    """ "R1", "R1 and R2", "R1, R2 and R3" (empty for none)."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

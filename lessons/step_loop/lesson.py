@@ -19,6 +19,7 @@ from lessons.kit.anim import sample_steps
 from lessons.kit.controls import BadValue, Integer, control, shown
 from lessons.kit.selection import selection, used_limits
 from lessons.kit.timeline import DECODE, PROMPT, RECOMPUTE
+from lessons.kit.words import join
 from lessons.step_loop.readout import Readout, Replay, StepReadout
 from lessons.step_loop.replay import replay_of
 from sim.config import SchedulerConfig
@@ -143,7 +144,7 @@ def build(p: Params) -> Readout:
         preempted_once=run.total_preemptions == 1,
         preempted_many=run.total_preemptions > 1,
         first_preempt_step=first_pre,
-        victim=join_names([NAMES[q] for q in rep.preempted[first_pre - 1]] if first_pre else []),
+        victim=join([NAMES[q] for q in rep.preempted[first_pre - 1]] if first_pre else []),
         frame_steps=shown,
         frames=int(shown.shape[0]),
         sampled=bool(shown.shape[0] < run.num_steps),
@@ -151,15 +152,8 @@ def build(p: Params) -> Readout:
     )
 
 
-def join_names(names: list[str]) -> str:
-    """ "R1", "R1 and R2", "R1, R2 and R3" (empty for none)."""
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def _names(rep: Replay, reqs: tuple[int, ...] | list[int]) -> str:
-    return join_names([rep.names[q] for q in reqs])
+    return join([rep.names[q] for q in reqs])
 
 
 def _one_of(a: bool, b: bool) -> tuple[bool, bool, bool, bool]:
@@ -208,10 +202,10 @@ def at_step(r: Readout, step: int) -> StepReadout:
         preempted_names=_names(rep, rep.preempted[k]),
         admitted_new=bool(new),
         new_names=_names(rep, new),
-        new_sizes=join_names([f"{int(tokens[q]):,}" for q in new]),
+        new_sizes=join([f"{int(tokens[q]):,}" for q in new]),
         admitted_again=bool(again),
         again_names=_names(rep, again),
-        again_sizes=join_names([f"{int(tokens[q]):,}" for q in again]),
+        again_sizes=join([f"{int(tokens[q]):,}" for q in again]),
         waiting_names=_names(rep, rep.waiting[k]),
         max_num_seqs=r.max_num_seqs,
         blocked_budget=open_ and waiting and full,

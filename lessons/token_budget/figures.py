@@ -4,7 +4,6 @@ tokens, and vLLM's default budget GPU by GPU."""
 
 from __future__ import annotations
 
-from lessons.kit.anim import animate
 from lessons.kit.figures import axis, bars
 from lessons.kit.timeline import budget_timeline
 from lessons.theme import color
@@ -21,15 +20,10 @@ def _names(r: Readout) -> dict[int, str]:
     return names
 
 
-def start_frame(labels: list[str], step: int) -> int:
-    """The frame whose step is nearest `step` (frames may be a sample of the steps)."""
-    return min(range(len(labels)), key=lambda i: abs(int(labels[i]) - step))
-
-
 def timeline(r: Readout) -> dict:
     """The budget-fill timeline from the step before the prompt arrives to two decodes on; the
     animation opens at the prompt's first chunk (the step the metrics quote)."""
-    figure = budget_timeline(
+    return budget_timeline(
         r.run,
         first_step=r.window_first,
         last_step=r.window_last,
@@ -39,14 +33,8 @@ def timeline(r: Readout) -> dict:
             f"One {r.budget:,}-token budget per step: {r.running} running requests "
             f"and a {r.prompt:,}-token prompt"
         ),
+        open_at_step=r.first_chunk_step,
     )
-    # Until the kit's timeline does it (see the port's report): the house legend row, and a unit
-    # on the y axis.
-    figure["layout"].pop("legend", None)
-    figure["layout"]["yaxis"]["title"]["text"] = "budget used (tokens)"
-    labels = [s["label"] for s in figure["layout"]["sliders"][0]["steps"]]
-    start = start_frame(labels, r.first_chunk_step)
-    return animate(figure, figure["frames"], labels, prefix="step ", start=start)
 
 
 def spec(r: Readout) -> dict:

@@ -24,7 +24,7 @@ from lessons.kit import limits, shared
 from lessons.kit.controls import Integer, Steps, control
 from lessons.kit.selection import selection, used_limits
 from lessons.kit.timeline import PROMPT, BudgetFill, classify
-from lessons.kit.words import ordinal
+from lessons.kit.words import join, ordinal
 from lessons.token_budget.arithmetic import SPEC_KS, defaults_numbers, spec_numbers
 from lessons.token_budget.readout import Readout
 from sim.config import SchedulerConfig
@@ -152,9 +152,7 @@ def listing(values: list[int], total: int) -> str:
     shown = [f"{v:,}" for v in values]
     if total > LISTED_CHUNKS:
         return ", ".join(shown[: LISTED_CHUNKS - 1]) + ", …, " + shown[-1]
-    if len(shown) == 1:
-        return shown[0]
-    return ", ".join(shown[:-1]) + " and " + shown[-1]
+    return join(shown)
 
 
 def _numbers(s: Setting, r: Replay) -> dict[str, Any]:
