@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+def ms(value: float) -> str:
+    """Milliseconds: one decimal below 100 ms, none above, with thousands separators."""
+    return f"{value:,.1f} ms" if abs(value) < 100 else f"{value:,.0f} ms"
+
+
 def ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, 11th, 21st..."""
     n = int(n)
