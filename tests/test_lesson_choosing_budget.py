@@ -25,13 +25,15 @@ from lessons.choosing_budget.lesson import (
     build,
     default_budget,
     lane,
+    lane_config,
     pick_budget,
     runnable,
     scenario,
 )
 from lessons.course import lesson
+from lessons.kit import story
 from sim.config import SchedulerConfig
-from sim.cost import Deployment, step_costs
+from sim.cost import Deployment, ridge_tokens, step_costs
 from sim.scheduler import run_steps
 from tests import reference_scheduler
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
@@ -355,6 +357,31 @@ def test_controls_at_their_extremes_raise_nothing(query):
 # -- quiz and exercise ---------------------------------------------------------------------------
 
 
+def test_the_tiny_budget_paragraph_quotes_the_ridge():
+    """A step pays for a full weight read only below the ridge: the text says where that is,
+    from sim.cost, for the selection (a faster GPU has a later ridge)."""
+    text = lesson("choosing_budget").text_path
+    for p in (Params(), Params(gpu="A100-80GB")):
+        r = build(p)
+        assert r.ridge == pytest.approx(ridge_tokens(Deployment(p.gpu, p.model)))
+        told = " ".join(story.text(text, "small", r).split())
+        assert f"fewer than about **{r.ridge:,.0f}** tokens, this GPU's ridge point" in told
+        assert "Each step reads all of the model's weights once, however few" not in told
+    assert build(Params()).ridge > build(Params(gpu="A100-80GB")).ridge
+
+
+def test_the_budget_caps_a_step_and_does_not_fill_it():
+    """The quiz's "cap_not_size": steps with decodes only hold one token per user whatever the
+    budget (the lesson's scene, before the prompt arrives)."""
+    q = lesson("choosing_budget").bank().question("cap_not_size")
+    assert q.correct_choice.startswith("Nothing")
+    for budget in (4096, 8192):
+        s = scenario(128, 20_000, budget)
+        run = run_steps(lane_config(*SCENE, budget), s.workload())
+        warm = int(run.first_token_step[:128].max())
+        assert (run.num_scheduled_tokens[warm : s.arrival() - 1] == 128).all()
+
+
 def test_quiz_grades_and_awards_xp_once():
     assert len(lesson("choosing_budget").bank().questions) >= 6
     assert_quiz_awards_xp_once(PAGE, "choosing_budget", "tiny_budget")
@@ -362,14 +389,37 @@ def test_quiz_grades_and_awards_xp_once():
 
 def test_exercise_is_graded_on_the_page():
     at = _page()
-    box = next(n for n in at.number_input if "tokens" in n.label)
-    box.set_value(3968).run()
-    at.button(key="exercise-choosing-budget-chunk-check").click().run()
+    drawn = exercise.draw_ttft(0)
+    box = at.number_input(key="answer-choosing-budget-ttft-0")
+    box.set_value(round(drawn.answer, 2)).run()
+    at.button(key="exercise-choosing-budget-ttft-check").click().run()
     assert at.session_state["progress"].xp == 10
     assert any("Correct" in s.value for s in at.success)
 
 
+def test_the_exercise_and_the_lab_show_the_same_worked_example():
+    """Issue 13: seed 0 is the lab's opening scene, run by the lab's own lane, so the exercise's
+    first token is the lab's, and both say so from the same number."""
+    r = build(Params())
+    drawn = exercise.draw_ttft(0)
+    assert drawn.answer == r.ttft_ms
+    assert f"**{r.ttft_ms:,.0f} ms**" in drawn.solution
+    assert f"first token after {r.ttft_s:.2f} s" in " ".join(drawn.solution.split())
+    assert f"about {r.context:,} tokens of conversation" in " ".join(drawn.prompt.split())
+    solved = exercise.solve(0)
+    assert (solved["chunk"], solved["steps"]) == (r.chunk, r.steps)
+    # The mean step time the prompt quotes, times the steps, is the answer.
+    assert solved["steps"] * solved["mean_ms"] == pytest.approx(drawn.answer, rel=1e-6)
+    assert f"{solved['mean_ms']:.1f} ms" in drawn.prompt
+    # Only seed 0 is the lab's scene; the others say nothing about the lab.
+    assert "lab's opening scene" not in exercise.draw_ttft(1).solution
+
+
 def test_worked_example_matches_vllms_recording():
+    """The worked example's chunks are those vLLM recorded. The recording's users had streamed
+    fewer tokens (100 outputs, against the lab's conversations of about CONTEXT tokens): that
+    changes the step times, not the chunks (tests/test_seed_numbers.py replays the recording's
+    own workload)."""
     rec = load_recording("exercise")
     chunks = [
         s["num_scheduled_tokens"]["long"]
@@ -381,13 +431,10 @@ def test_worked_example_matches_vllms_recording():
     solved = exercise.solve(0)
     assert solved["chunks"] == chunks[:steps] == [3968] * 5 + [160]
     assert solved["steps"] == steps == 6
-    config, workload, arrive = exercise.setup(exercise.scenario(0))
+    config, workload, _ = exercise.setup(exercise.scenario(0))
     assert config.max_num_batched_tokens == rec["settings"]["max_num_batched_tokens"]
-    assert arrive == next(r["arrival_step"] for r in rec["requests"] if r["id"] == "long")
-    assert solved["first_step"] == arrive
-    # The recording's workload: 128 users with 16-token prompts and 100 output tokens.
-    assert workload.prompt_tokens[:128].tolist() == [16] * 128
-    assert workload.output_tokens[:128].tolist() == [100] * 128
+    assert workload.prompt_tokens[:128].tolist() == [16] * 128  # the recording's user prompts
+    assert workload.prompt_tokens[128] == 20_000
 
 
 def _reference_answers(seed: int) -> dict:
@@ -464,12 +511,14 @@ def _reference_answers(seed: int) -> dict:
 def test_exercise_answers_match_the_reference_scheduler(seed):
     expected = _reference_answers(seed)
     drawn = {spec.id: spec.draw(seed) for spec in exercise.EXERCISES}
-    assert drawn["chunk"].answer == expected["chunk"]
-    assert drawn["steps"].answer == expected["steps"]
+    assert set(drawn) == {"ttft"}
+    solved = exercise.solve(seed)
+    assert solved["chunk"] == expected["chunk"] and solved["steps"] == expected["steps"]
     # The timed run's prompt arrives 1e-9 s before its step (sim.scenarios.ARRIVAL_EARLY_S).
     assert drawn["ttft"].answer == pytest.approx(expected["ttft_ms"], rel=1e-8)
     s = exercise.scenario(seed)
     assert expected["chunk"] == s.budget - s.decodes  # the prompt gets what the decodes leave
-    assert drawn["chunk"].is_correct(expected["chunk"])
-    assert not drawn["steps"].is_correct(expected["steps"] + 1)
-    assert f"{s.budget:,}" in drawn["chunk"].prompt and f"{s.prompt:,}" in drawn["chunk"].prompt
+    assert f"**{expected['chunk']:,}**" in drawn["ttft"].solution
+    assert f"**{expected['steps']} steps**" in drawn["ttft"].solution
+    assert not drawn["ttft"].is_correct(expected["ttft_ms"] * 1.1)
+    assert f"{s.budget:,}" in drawn["ttft"].prompt and f"{s.prompt:,}" in drawn["ttft"].prompt

@@ -10,7 +10,6 @@ scheduler (an independent replay, and the timed engine sim.timed.run_timed).
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 import re
 
@@ -21,7 +20,9 @@ from lessons.chunked_prefill import exercise, figures
 from lessons.chunked_prefill.lesson import Params, build, simulate
 from lessons.chunked_prefill.readout import CHUNK, WHOLE
 from lessons.course import lesson
+from lessons.kit import story
 from sim.config import SchedulerConfig
+from sim.cost import OVERHEAD_MS, ridge_tokens, step_costs, weight_read_ms
 from sim.metrics import request_metrics
 from sim.scheduler import run_steps
 from sim.timed import run_timed
@@ -316,33 +317,6 @@ def test_quiz_grades_and_awards_xp_once():
     assert_quiz_awards_xp_once(PAGE, "chunked_prefill", "protects_itl")
 
 
-def _replay_steps(budget: int, users: int, prompt: int) -> int:
-    """An independent replay: shorter user prompts, a later arrival, a roomy KV pool."""
-    arrival = math.ceil(users * 64 / (budget - users)) + 10
-    config = SchedulerConfig(
-        max_num_batched_tokens=budget,
-        max_num_seqs=512,
-        max_model_len=131_072,
-        num_gpu_blocks=200_000,
-    )
-    wl = Workload.build(
-        [64] * users + [prompt], [4000] * users + [2], arrival_step=[1] * users + [arrival]
-    )
-    run = run_steps(config, wl)
-    assert int(run.first_scheduled_step[users]) == arrival
-    return int(run.first_token_step[users]) - arrival + 1
-
-
-@pytest.mark.parametrize("seed", [0, *random.Random(3).sample(range(1, 10**6), 6)])
-def test_prompt_steps_exercise_matches_the_scheduler(seed):
-    drawn = exercise.draw_steps(seed)
-    b, u, p = (drawn.params[k] for k in ("budget", "users", "prompt"))
-    assert drawn.answer == _replay_steps(b, u, p) == math.ceil(p / (b - u))
-    if seed == 0:
-        assert (b, u, p, drawn.answer) == (2048, 48, 8000, 4)
-    assert drawn.is_correct(drawn.answer) and not drawn.is_correct(drawn.answer + 1)
-
-
 def _timed_worst_gap(lane, users: int, dep) -> float:
     """The lane's worst gap after the arrival, recomputed with the timed engine (run_timed) on
     a workload built here, the prompt arriving at the start of its step in the lesson's run."""
@@ -378,6 +352,127 @@ def test_worst_gap_exercise_matches_the_timed_engine(seed):
     assert drawn.is_correct(drawn.answer) and not drawn.is_correct(drawn.answer * 1.1 + 1)
 
 
+TEXT = lesson("chunked_prefill").text_path
+BELOW_RIDGE = Params(gpu="L4", vllm_defaults=False, max_num_batched_tokens=256, users=100)
+
+
+def _flat(name: str, r) -> str:
+    return " ".join(story.text(TEXT, name, r).split())
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        Params(),
+        Params(gpu="H100-SXM", vllm_defaults=False, max_num_batched_tokens=2048),
+        BELOW_RIDGE,
+    ],
+    ids=["seed", "h100", "below-ridge"],
+)
+def test_the_extra_wait_for_the_first_token_is_the_sum_of_the_cost_models_parts(p):
+    """Chunking's price (issue 9): the five parts add up to the extra time to first token, and
+    each is the cost model's: the overhead per extra step, the linear layers' time (the users'
+    tokens plus the smaller products) and the rest, from step_costs on the two runs' steps."""
+    r = build(p)
+    s, _, lanes, _ = simulate(p)
+    parts = (
+        r.extra_fixed_ms,
+        r.extra_decode_ms,
+        r.extra_gemm_ms,
+        r.extra_attention_ms,
+        r.extra_lm_head_ms,
+    )
+    assert sum(parts) == pytest.approx(r.ttft_diff_ms, abs=1e-4)
+    assert r.extra_steps == r.chunk_steps - 1 > 0 and r.ttft_longer
+    assert r.extra_fixed_ms == pytest.approx(r.extra_steps * OVERHEAD_MS)
+    priced = {}
+    for name, lane in lanes.items():
+        run, rows = lane.run, lane.prompt_steps
+        priced[name] = step_costs(
+            s.dep,
+            query_tokens=run.num_scheduled_tokens[rows],
+            num_seqs=run.num_scheduled_seqs[rows],
+            kv_read_tokens=run.kv_read_tokens[rows],
+            attn_pairs=run.attn_pairs[rows],
+        )
+    linear = priced["chunked"].linear_ms.sum() - priced["whole"].linear_ms.sum()
+    assert r.extra_decode_ms + r.extra_gemm_ms == pytest.approx(linear, rel=1e-9)
+    assert r.extra_decode_ms > 0 and r.extra_gemm_ms > 0 and r.extra_attention_ms > 0
+    attention = priced["chunked"].attention_ms.sum() - priced["whole"].attention_ms.sum()
+    assert r.extra_attention_ms == pytest.approx(attention, rel=1e-9)
+    assert r.ridge == pytest.approx(ridge_tokens(s.dep))
+    assert r.weight_read_ms == pytest.approx(weight_read_ms(s.dep))
+    past = r.chunk_step_tokens >= r.ridge
+    assert (r.longer_past_ridge, r.longer_below_ridge) == (past, not past)
+    told = _flat("ttft", r)
+    for value in parts:
+        assert f"**{value:,.1f} ms**" in told
+    assert f"paid {r.extra_steps} more times" in told
+    assert f"({r.user_kv_reread:,} more tokens in all)" in told
+    assert f"({r.chunk_kv_reread:,} tokens)" in told
+    assert f"{r.gemm_loss_pct:.1f}% more" in told or f"{r.gemm_loss_pct:.0f}% more" in told
+    assert f"about {r.ridge:,.0f}" in told
+    if past:
+        assert "Reading the weights again is not on this list" in told
+        assert f"{r.ridge_ratio:.1f} times this GPU's ridge point" in told
+    else:
+        assert "every extra step also pays for reading the weights again" in told
+    assert "reads all the weights again" not in told
+
+
+def test_the_seed_prompt_is_chunked_far_past_the_ridge(seed):
+    """The seed's 2,000-token chunks: far past the ridge (so the weight read is not chunking's
+    price), each chunk reading the earlier chunks' KV (2,000 + 4,000 + 6,000 tokens)."""
+    r = seed
+    assert r.longer_past_ridge and r.ridge_ratio > 4
+    k = r.chunk_steps
+    assert r.chunk_kv_reread == r.chunk * k * (k - 1) // 2 == 12_000
+    # The users' KV is read in each of the k steps instead of once: about (k - 1) more reads
+    # of what the one-step lane reads (the lanes' users differ by a few tokens each).
+    _, _, lanes, _ = simulate(Params())
+    whole = lanes["whole"]
+    ctx = int(whole.run.kv_read_tokens[whole.prompt_steps[0]])
+    assert ctx > r.users * r.user_prompt
+    assert r.user_kv_reread == pytest.approx((k - 1) * ctx, rel=0.02)
+    assert build(BELOW_RIDGE).longer_below_ridge
+
+
+def test_chunking_leaves_head_of_line_blocking_on_memory():
+    """Issue 10: with chunked prefill on, a prompt that the free KV blocks cannot hold whole
+    stops the waiting loop, and a short request behind it, which would fit, waits too
+    (scheduler_reserve_full_isl, SCHEDULER.md a4)."""
+    cfg = SchedulerConfig(
+        max_num_batched_tokens=512, max_num_seqs=8, max_model_len=4096, num_gpu_blocks=100
+    )
+    assert cfg.enable_chunked_prefill
+    wl = Workload.build([400, 1200, 16], [200, 4, 4], arrival_step=[1, 2, 2])
+    run = run_steps(cfg, wl, record_detail=True)
+    big, small = run.first_scheduled_step[1], run.first_scheduled_step[2]
+    free_at_arrival = run.kv_blocks_usable - run.detail[1].kv_blocks_used_after_schedule
+    assert free_at_arrival >= 1  # the short request's one block was free all along
+    assert big > 2 and small >= big  # both waited for the running request to finish
+    assert big >= run.finish_step[0]
+    r = build(Params())
+    rule = _flat("budget-rule", r)
+    assert "scheduler_reserve_full_isl" in rule and "It does not remove it for memory" in rule
+    assert "chunking removes it, because a chunk always fits" not in rule
+    q = lesson("chunked_prefill").bank().question("hol_memory")
+    assert q.correct_choice.startswith("It waits too")
+
+
+def test_the_quiz_on_mixed_steps_matches_the_table(seed):
+    """Issue 11: the mixed steps use most of the compute and little of the bandwidth; the
+    decodes ride along for much less than a step of their own."""
+    assert seed.chunked_compute_prompt_pct > 50 > 20 > seed.chunked_bw_prompt_pct
+    assert 0 < seed.ride_along_ms < seed.decode_ms / 4
+    bank = lesson("chunked_prefill").bank()
+    assert (
+        "both bandwidth and compute are better used"
+        not in bank.question("mixing_uses_gpu").explanation
+    )
+    assert "rereads the weights" not in bank.question("ttft_cost").correct_choice
+
+
 def test_readout_fields_are_named_numbers(seed):
     """Every number the text quotes is a field: no dicts of numbers in the Readout."""
     for f in dataclasses.fields(seed):
@@ -387,12 +482,13 @@ def test_readout_fields_are_named_numbers(seed):
 def test_exercise_on_the_page_grades():
     """Kept minimal (progress storage is being rewritten): a wrong and a right answer, checked."""
     at = run_page(PAGE)
-    drawn = exercise.draw_steps(0)
-    check = "exercise-chunked-prefill-prompt-steps-check"
-    for value in (drawn.answer + 1, drawn.answer):
-        at.number_input(key="answer-chunked-prefill-prompt-steps-0").set_value(value)
+    drawn = exercise.draw_gap(0)
+    check = "exercise-chunked-prefill-worst-gap-check"
+    for value in (round(drawn.answer * 1.5, 2), round(drawn.answer, 2)):
+        at.number_input(key="answer-chunked-prefill-worst-gap-0").set_value(value)
         at.button(key=check).click().run()
         assert not at.exception
+    assert any("Correct" in s.value for s in at.success)
 
 
 def test_reset_this_lesson_restores_its_defaults():

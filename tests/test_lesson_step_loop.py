@@ -39,6 +39,7 @@ from sim.config import SchedulerConfig
 from sim.cost import Deployment, step_costs
 from sim.kv import cdiv
 from sim.scheduler import run_steps
+from sim.workload import Workload
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 
 PAGE = "pages/lesson_step_loop.py"
@@ -92,6 +93,53 @@ def test_seed_numbers(default):
     assert r.real_pool == 1970 and r.fits and not r.limits_refused
     assert (r.requests, r.last_arrival, r.long_name, r.long_prompt) == (5, 8, "R3", 2500)
     assert r.frames == r.num_steps and not r.sampled
+    # R4 comes back in step 20 with 400 + 1 tokens; with prefix caching on, 22 of its 25 full
+    # blocks are still cached then (R5's prompt took the other three, tail first).
+    assert (r.victim_tokens, r.resume_step, r.hit_blocks, r.cached_left) == (401, 20, 22, 49)
+    assert r.cache_compare
+
+
+def _recomputed(run, q: int, back: int) -> int:
+    """Tokens scheduled for request q from its return (step `back`) until it samples again."""
+    total = 0
+    for d in run.detail[back - 1 :]:
+        total += int(d.scheduled_tokens[d.scheduled_req == q].sum())
+        if q in d.sampled.tolist():
+            return total
+    raise AssertionError(f"request {q} never samples after step {back}")
+
+
+@pytest.mark.parametrize("blocks", [240, 180])
+def test_a_preempted_request_recomputes_all_without_prefix_caching_and_less_with_it(blocks):
+    """The numbers of the preemption paragraph are the scheduler's: the victim's tokens on its
+    return with prefix caching off (this replay), and with it on (the same run otherwise)."""
+    r = build(Params(blocks=blocks))
+    assert r.cache_compare
+    v = NAMES.index(r.victim)
+    cfg = config(r.blocks, r.budget, r.max_num_seqs)
+    for caching, expected in ((False, r.victim_tokens), (True, r.cached_left)):
+        run = run_steps(
+            config(r.blocks, r.budget, r.max_num_seqs, caching), workload(), record_detail=True
+        )
+        assert run.config.enable_prefix_caching is caching and cfg.enable_prefix_caching is False
+        back = next(d.step for d in run.detail if v in d.resumed.tolist())
+        assert back == r.resume_step
+        assert _recomputed(run, v, back) == expected
+        if caching:
+            assert int(run.num_prefix_hit_tokens[v]) == r.hit_tokens
+    assert r.victim_tokens == REQUESTS[v][0] + int(r.replay.streamed[r.first_preempt_step - 1][v])
+    assert 0 < r.hit_tokens == r.hit_blocks * BLOCK_SIZE == r.victim_tokens - r.cached_left
+    told = " ".join(story.text(lesson("step_loop").text_path, "preemption", r).split())
+    assert f"{r.victim}'s prompt and answer so far came to {r.victim_tokens:,} tokens" in told
+    assert f"computes all {r.victim_tokens:,} again" in told and f"in step {r.resume_step}." in told
+    assert f"({r.hit_tokens:,} tokens)" in told and f"**{r.cached_left:,}**" in told
+
+
+def test_without_a_preemption_the_paragraph_quotes_no_numbers():
+    r = build(Params(blocks=600))
+    assert not r.preempted and not r.cache_compare
+    told = story.text(lesson("step_loop").text_path, "preemption", r)
+    assert "came to" not in told and "prefix caching" in told
 
 
 PARAMS = [
@@ -364,6 +412,33 @@ def test_the_step_stays_in_the_link_and_a_bad_one_is_reported(default):
 def test_quiz_grades_and_awards_xp_once():
     assert len(lesson("step_loop").bank().questions) >= 6
     assert_quiz_awards_xp_once(PAGE, "step_loop", "blocks_run_out")
+
+
+def test_the_recompute_questions_numbers_are_the_schedulers():
+    """The "recompute" question: a 400-token prompt preempted after 40 streamed tokens (here
+    B, admitted first, needs a block and the pool is empty). With prefix caching off it computes
+    400 + 40 = 440 tokens on its return; with it on, its 27 full blocks are still cached (B
+    finishes before taking any), so it computes 8. The explanation quotes both."""
+    cfg = SchedulerConfig(
+        max_num_batched_tokens=2048, max_num_seqs=8, max_model_len=4096, num_gpu_blocks=40
+    )
+    wl = Workload.build([136, 400], [48, 60], arrival_step=[1, 2])
+    off = run_steps(cfg, wl, record_detail=True)
+    on = run_steps(dataclasses.replace(cfg, enable_prefix_caching=True), wl, record_detail=True)
+    got = {}
+    for name, run in (("off", off), ("on", on)):
+        assert run.num_preemptions.tolist() == [0, 1]
+        cut = next(d.step for d in run.detail if d.preempted.size)
+        assert int(((run.token_req == 1) & (run.token_step < cut)).sum()) == 40
+        back = next(d.step for d in run.detail if 1 in d.resumed.tolist())
+        got[name] = _recomputed(run, 1, back)
+    hits = int(on.num_prefix_hit_tokens[1])
+    assert got == {"off": 440, "on": 440 - hits}
+    q = lesson("step_loop").bank().question("recompute")
+    assert q.prompt.startswith("Prefix caching is off.")
+    assert q.correct_choice.startswith(f"{got['off']}:")
+    assert f"its {hits // BLOCK_SIZE} full blocks ({hits} tokens)" in q.explanation
+    assert f"compute only the last {got['on']} tokens" in q.explanation
 
 
 @pytest.mark.parametrize("seed", range(20))

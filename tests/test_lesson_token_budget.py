@@ -385,22 +385,38 @@ def test_the_defaults_chart_follows_the_rule_for_every_gpu(opening):
 
 def test_quiz_grades_and_awards_xp_once():
     assert len(lesson("token_budget").bank().questions) >= 6
-    at = assert_quiz_awards_xp_once(PAGE, "token_budget", "decodes_48")
+    at = assert_quiz_awards_xp_once(PAGE, "token_budget", "running_chunk_first")
     assert not at.exception
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_exercises_match_the_budget_rule(seed):
+def test_exercises_match_the_budget_rule_and_the_prefix_cache(seed):
     chunk = exercise.first_chunk(seed)
-    steps = exercise.prompt_steps(seed)
     p = chunk.params
-    left = p["budget"] - p["decodes"]
-    assert chunk.answer == left
-    assert steps.answer == cdiv(p["prompt"], left)
-    assert steps.params == p
+    assert chunk.answer == p["budget"] - p["decodes"]
     assert f"**{int(chunk.answer):,}**" in chunk.solution
+    cached = exercise.cached_prefix(seed)
+    q = cached.params
+    # Whole 16-token blocks of the shared part, never the prompt's last token (SCHEDULER.md b5).
+    hit = min(q["cached"] // 16, (q["prompt"] - 1) // 16) * 16
+    r = build(exercise.cached_params(seed))
+    assert cached.answer == q["prompt"] - hit == r.needed == r.prompt - r.hit_tokens
+    assert r.block_size == 16 and r.cached == q["cached"] > 0
+    assert f"**{int(cached.answer):,}**" in cached.solution
+    assert f"{hit // 16:,} blocks or {hit:,} tokens" in cached.solution
+    assert not cached.is_correct(cached.answer + 1) and not cached.is_correct(q["prompt"])
     if seed == 0:
-        assert (chunk.answer, steps.answer) == (2040, 3)
+        assert (chunk.answer, cached.answer) == (2040, 16)
+
+
+def test_the_text_says_prefix_caching_is_vllms_default():
+    r = build(Params())
+    assert r.cached_none
+    plain = " ".join(story.text(TEXT, "cached-none", r).split())
+    assert "Prefix caching is on by default in vLLM" in plain
+    some = build(Params(cached_pct=50))
+    told = " ".join(story.text(TEXT, "cached-some", some).split())
+    assert "as it is by default in vLLM" in told and f"**{some.hit_tokens:,}**" in told
 
 
 # -- the speculative arithmetic and the timeline ---------------------------------------------------

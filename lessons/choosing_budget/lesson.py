@@ -27,7 +27,7 @@ from lessons.kit.controls import Integer, Steps, control
 from lessons.kit.selection import selection
 from sim import metrics
 from sim.config import SchedulerConfig
-from sim.cost import Deployment
+from sim.cost import Deployment, ridge_tokens
 from sim.hardware import default_batch_limits, get_gpu
 from sim.models import get_model, kv_pool, weight_bytes
 from sim.scenarios import StreamThenPrompt, stream_then_prompt, timed_run
@@ -83,20 +83,27 @@ def runnable(decodes: int, prompt: int, budget: int) -> bool:
     return budget > decodes and scenario(decodes, prompt, budget).chunk_steps() <= MAX_PREFILL_STEPS
 
 
+def lane_config(gpu: str, model: str, decodes: int, prompt: int, budget: int) -> SchedulerConfig:
+    """The scheduler settings of one budget's run: every user and the prompt run together, and
+    the KV cache holds them all (kv_short says when a real GPU's would not)."""
+    s = scenario(decodes, prompt, budget)
+    longest = max(prompt + s.long_output_tokens, USER_PROMPT + s.outputs()) + 1
+    return config_for(
+        Deployment(gpu, model),
+        max_num_batched_tokens=budget,
+        max_num_seqs=decodes + 1,
+        max_model_len=max(get_model(model).max_position_embeddings, longest),
+        num_gpu_blocks=s.blocks_needed(BLOCK_SIZE),
+        block_size=BLOCK_SIZE,
+    )
+
+
 @lru_cache(maxsize=1024)
 def lane(gpu: str, model: str, decodes: int, prompt: int, budget: int) -> Lane:
     """One budget's timed run, read from the prompt's arrival on (a runnable budget only)."""
     s = scenario(decodes, prompt, budget)
     dep = Deployment(gpu, model)
-    longest = max(prompt + s.long_output_tokens, USER_PROMPT + s.outputs()) + 1
-    config = config_for(
-        dep,
-        max_num_batched_tokens=budget,
-        max_num_seqs=decodes + 1,  # every user and the prompt run together
-        max_model_len=max(get_model(model).max_position_embeddings, longest),
-        num_gpu_blocks=s.blocks_needed(BLOCK_SIZE),  # the memory is there (see kv_short)
-        block_size=BLOCK_SIZE,
-    )
+    config = lane_config(gpu, model, decodes, prompt, budget)
     run = timed_run(s, config, dep)
     long = s.long_index
     first, last = int(run.first_scheduled_step[long]), int(run.first_token_step[long])
@@ -227,6 +234,7 @@ def build(p: Params) -> Readout:
         opening_budget=Params.budget,
         fits=pool.fits,
         weight_gb=weight_bytes(model) / 1e9,
+        ridge=ridge_tokens(Deployment(p.gpu, p.model)),
         memory_gib=gpu.memory_gib,
         kv_short=pool.fits and mine is not None and kv_need > kv_have,
         kv_need=kv_need,

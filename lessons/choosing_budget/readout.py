@@ -72,6 +72,7 @@ class Readout(Selection):
     # what vLLM would say about the scene
     fits: bool
     weight_gb: float
+    ridge: float  # tokens per step where the linear layers' arithmetic equals their weight read
     memory_gib: float
     kv_short: bool
     kv_need: int

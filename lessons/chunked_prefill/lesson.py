@@ -5,8 +5,9 @@ Users stream; then one long prompt arrives (sim.scenarios.stream_then_prompt). T
 vLLM's scheduler (sim.scenarios.timed_run, on sim.timed's clock) serve that one workload: one with
 chunked prefill (the learner's token budget) and one without it (the whole prompt in one step,
 so vLLM requires a budget of at least max_model_len). TTFT and the waits between tokens come
-from sim.metrics, GPU use from the cost model's roofline sides (sim.cost), so the text, the
-table and both charts read the same two runs.
+from sim.metrics, GPU use from the cost model's roofline sides (sim.cost), and where the chunked
+lane's extra time to first token goes from the cost model's parts (costs.extra_parts), so the
+text, the table and both charts read the same two runs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lessons.chunked_prefill.costs import extra_parts
 from lessons.chunked_prefill.lanes import (
     FRAMES,
     MAX_STEP_BARS,
@@ -277,6 +279,7 @@ def build(p: Params) -> Readout:
         ttft_gain_ms=whole.ttft_ms - chunked.ttft_ms,
         ttft_longer=chunk_steps > 1 and ttft_later,
         ttft_shorter=chunk_steps > 1 and not ttft_later,
+        **extra_parts(s.dep, whole, chunked, chunk_steps > 1 and ttft_later),
         preemptions=whole.run.total_preemptions + chunked.run.total_preemptions,
         whole_compute_prompt_pct=w.compute_prompt_pct,
         whole_bw_prompt_pct=w.bw_prompt_pct,

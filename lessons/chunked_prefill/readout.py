@@ -83,6 +83,21 @@ class Readout(UsedLimits, Selection):
     ttft_gain_ms: float
     ttft_longer: bool  # several chunk steps, and the first token comes no sooner than in one
     ttft_shorter: bool  # several chunk steps, and the first token comes sooner
+    # where the extra time to first token goes (costs.extra_parts): the parts add up to it
+    extra_steps: int  # chunk steps beyond the one step of the lane without chunking
+    extra_fixed_ms: float  # a step's fixed overhead (and TP all-reduce), paid per extra step
+    extra_decode_ms: float  # the users' decode tokens through the linear layers in every step
+    extra_gemm_ms: float  # the same tokens in smaller matrix products
+    gemm_loss_pct: float  # ... as a share of their time in one step
+    extra_attention_ms: float  # the users' KV and the earlier chunks' KV, read again
+    extra_lm_head_ms: float  # the output layer (one row per request) again in every step
+    user_kv_reread: int  # KV tokens of the users read again across the chunk steps
+    chunk_kv_reread: int  # KV tokens of earlier chunks that later chunks read
+    ridge: float  # tokens per step where the linear layers' arithmetic equals their weight read
+    ridge_ratio: float  # the largest chunk step's tokens / ridge
+    weight_read_ms: float  # one read of the weights (sim.cost.weight_read_ms)
+    longer_past_ridge: bool  # ttft_longer, with chunk steps past the ridge
+    longer_below_ridge: bool  # ttft_longer, with chunk steps below it
     preemptions: int
     # GPU use (share of the datasheet peaks) in the prompt's steps and the decode-only steps
     whole_compute_prompt_pct: float

@@ -3,7 +3,9 @@
 Five requests arrive over the first steps (one of them a long prompt), on a deliberately small
 KV pool. `timed_replay` runs them through sim's scheduler (vLLM's rules) on the clock of
 `sim.timed`, every step priced by the cost model; `replay.py` turns the run's detail into what
-each frame draws, and `at_step` tells one step in the order of the loop.
+each frame draws, and `at_step` tells one step in the order of the loop. The replay runs with
+prefix caching off; `with_caching` replays it with caching on (vLLM's default) to count what a
+preempted request finds in the cache when it comes back.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sim.kv import cdiv
 from sim.metrics import summarize
 from sim.models import GIB, kv_pool
 from sim.run import Run
+from sim.scheduler import run_steps
 from sim.timed import run_timed
 from sim.workload import Workload
 
@@ -73,14 +76,16 @@ def workload(arrival_s: np.ndarray | None = None) -> Workload:
     return Workload.build(prompts, outputs, request_ids=NAMES, **when)
 
 
-def config(blocks: int, budget: int, seqs: int) -> SchedulerConfig:
-    """vLLM's scheduler settings for the lesson (prefix caching off, FCFS, chunked prefill on)."""
+def config(blocks: int, budget: int, seqs: int, caching: bool = False) -> SchedulerConfig:
+    """vLLM's scheduler settings for the lesson (FCFS, chunked prefill on). Prefix caching,
+    vLLM's default, is off unless `caching`: the replay recomputes a preempted request in full."""
     return SchedulerConfig(
         max_num_batched_tokens=budget,
         max_num_seqs=seqs,
         max_model_len=MAX_MODEL_LEN,
         num_gpu_blocks=blocks,
         block_size=BLOCK_SIZE,
+        enable_prefix_caching=caching,
     )
 
 
@@ -98,6 +103,41 @@ def timed_replay(cfg: SchedulerConfig, dep: Deployment) -> Run:
         start = run_timed(cfg, workload(arrival), dep).step_start_s[a - 1]
         arrival = np.where(steps == a, start - BEFORE_S, arrival)
     return run_timed(cfg, workload(arrival), dep, record_detail=True)
+
+
+def with_caching(cfg: SchedulerConfig, rep: Replay, first_pre: int) -> dict:
+    """The first victim's recomputation in this run (prefix caching off) and in the same run
+    with prefix caching on (a step replay: the same decisions up to its return), where its full
+    blocks that no other request took meanwhile are cache hits. `cache_compare` is False unless
+    both runs preempt once, the same request in the same step (then the numbers compare)."""
+    none = {
+        "victim_tokens": 0,
+        "resume_step": 0,
+        "hit_blocks": 0,
+        "hit_tokens": 0,
+        "cached_left": 0,
+        "cache_compare": False,
+    }
+    if not first_pre:
+        return none
+    k = first_pre - 1
+    v = rep.preempted[k][0]
+    tokens = REQUESTS[v][0] + int(rep.streamed[k][v])  # its prompt and its answer so far
+    resume = next(j + 1 for j in range(k + 1, len(rep.admitted)) if v in rep.admitted[j])
+    on = run_steps(
+        dataclasses.replace(cfg, enable_prefix_caching=True), workload(), record_detail=True
+    )
+    on_pre = [(d.step, d.preempted.tolist()) for d in on.detail if d.preempted.size]
+    same = sum(len(q) for q in rep.preempted) == 1 and on_pre == [(first_pre, [v])]
+    hits = int(on.num_prefix_hit_tokens[v]) if same else 0
+    return {
+        "victim_tokens": tokens,
+        "resume_step": resume,
+        "hit_blocks": hits // cfg.block_size,
+        "hit_tokens": hits,
+        "cached_left": tokens - hits,
+        "cache_compare": same,
+    }
 
 
 def build(p: Params) -> Readout:
@@ -145,6 +185,7 @@ def build(p: Params) -> Readout:
         preempted_many=run.total_preemptions > 1,
         first_preempt_step=first_pre,
         victim=join([NAMES[q] for q in rep.preempted[first_pre - 1]] if first_pre else []),
+        **with_caching(cfg, rep, first_pre),
         frame_steps=shown,
         frames=int(shown.shape[0]),
         sampled=bool(shown.shape[0] < run.num_steps),

@@ -72,6 +72,13 @@ class Readout(UsedLimits, Selection):
     preempted_many: bool
     first_preempt_step: int
     victim: str
+    # the first victim's recomputation: here (prefix caching off) and with prefix caching on
+    victim_tokens: int  # its prompt and answer so far: what it computes again on return
+    resume_step: int
+    hit_blocks: int  # with prefix caching on: its full blocks still cached when it returns
+    hit_tokens: int
+    cached_left: int  # with prefix caching on: what it computes again
+    cache_compare: bool  # one preemption, the same in both runs (the numbers above compare)
     # the animation: which steps it draws (all of them, or an even sample)
     frame_steps: np.ndarray  # 1-based step numbers
     frames: int

@@ -1,13 +1,17 @@
 """Exercises of the lesson "One token budget", each answer computed by the lesson's own replay.
 
-Both build the lesson's scenario (`lesson.build`, sim.scenarios.stream_then_prompt): `decodes`
-requests are decoding when a long prompt arrives. `first_chunk` asks how many prompt tokens are
-scheduled in its first step; `prompt_steps` asks in how many steps its prompt is read. Seed 0 is
-the seed text's Fig. 8.2 (budget 2,048, 8 decodes, 4,096 tokens: 2,040 and 3 steps); other seeds
-draw new numbers.
+Both build the lesson's scenario (`lesson.build`, sim.scenarios.stream_then_cached_prompt):
+`decodes` requests are decoding when a long prompt arrives. `first_chunk` asks how many prompt
+tokens are scheduled in its first step (seed 0 is the seed text's Fig. 8.2: budget 2,048, 8
+decodes, 4,096 tokens: 2,040). `cached_prefix` asks how many of the prompt's tokens are left to
+compute when an earlier conversation carried its first tokens and prefix caching (vLLM's
+default) finds them: the answer is the replay's own prefix-cache hits (seed 0: the whole 4,096
+tokens were carried, and the cache gives back 4,080 of them). Other seeds draw new numbers.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,6 +24,7 @@ from lessons.token_budget.readout import Readout
 TEXT = ROOT / "token_budget" / "text.md"
 BUDGETS = (512, 1024, 2048, 4096, 8192)
 GPU = "H100-SXM"  # its catalog KV pool holds every draw; no made-up pool size
+CACHED_SHARES = (25, 50, 75, 100)  # % of the prompt an earlier conversation carried
 
 
 def draw_params(seed: int) -> Params:
@@ -62,26 +67,38 @@ def first_chunk(seed: int) -> Drawn:
     )
 
 
-def prompt_steps(seed: int) -> Drawn:
-    """Steps that carry a chunk of the new prompt."""
-    r, values = _drawn(seed)
-    values |= {
-        "answer": r.num_chunks,
-        "chunk": r.budget - r.running,
-        "full": r.num_chunks - 1,
-        "last": r.last_chunk,
+def cached_params(seed: int) -> Params:
+    """A draw with a cached prefix: seed 0 carries the whole Fig. 8.2 prompt; the rest share
+    part of a random prompt (so that the shared tokens rarely end on a block boundary)."""
+    share = 100 if seed == 0 else CACHED_SHARES[seed % len(CACHED_SHARES)]
+    return replace(draw_params(seed), cached_pct=share)
+
+
+def cached_prefix(seed: int) -> Drawn:
+    """Prompt tokens left to compute after the prefix cache's hits."""
+    r = build(cached_params(seed))
+    bs = r.block_size
+    values = {
+        "prompt": r.prompt,
+        "cached": r.cached,
+        "block_size": bs,
+        "cached_blocks": r.cached // bs,
+        "before_last": (r.prompt - 1) // bs,
+        "hit_blocks": r.hit_tokens // bs,
+        "hit": r.hit_tokens,
+        "answer": r.needed,
     }
     return Drawn(
-        prompt=section(TEXT, "exercise-steps-prompt", values),
-        answer=float(r.num_chunks),
-        unit="steps",
-        solution=section(TEXT, "exercise-steps-solution", values),
+        prompt=section(TEXT, "exercise-cached-prompt", values),
+        answer=float(r.needed),
+        unit="tokens",
+        solution=section(TEXT, "exercise-cached-solution", values),
         rtol=0.0,
-        params={"budget": r.budget, "decodes": r.running, "prompt": r.prompt},
+        params={"prompt": r.prompt, "cached": r.cached, "budget": r.budget},
     )
 
 
 EXERCISES = (
     ExerciseSpec(id="first_chunk", title="The first chunk", draw=first_chunk),
-    ExerciseSpec(id="prompt_steps", title="Steps to read a prompt", draw=prompt_steps),
+    ExerciseSpec(id="cached_prefix", title="What a cached prefix leaves", draw=cached_prefix),
 )
