@@ -41,6 +41,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--long-prefill-token-threshold", type=int, default=0)
     s.add_argument("--enable-prefix-caching", action="store_true")
     s.add_argument("--no-chunked-prefill", action="store_true")
+    s.add_argument(
+        "--async-scheduling",
+        action="store_true",
+        help="vLLM's AsyncScheduler: step k is scheduled before step k-1's output is processed",
+    )
     s.add_argument("--ttft-slo-ms", type=float, default=None)
     s.add_argument("--itl-slo-ms", type=float, default=None)
     s.set_defaults(func=_simulate)
@@ -91,6 +96,7 @@ def _simulate(args: argparse.Namespace) -> int:
         enable_prefix_caching=args.enable_prefix_caching,
         policy=args.policy,
         long_prefill_token_threshold=args.long_prefill_token_threshold,
+        async_scheduling=args.async_scheduling,
     )
     workload = load_workload(args.workload, max_model_len=config.max_model_len)
     run = run_timed(config, workload, dep)

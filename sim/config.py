@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from sim.errors import SimInputError
 
 POLICIES = ("fcfs", "priority")
@@ -16,7 +18,12 @@ POLICIES = ("fcfs", "priority")
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    """vLLM v1 scheduler inputs (SCHEDULER.md). `num_gpu_blocks` includes the null block."""
+    """vLLM v1 scheduler inputs (SCHEDULER.md). `num_gpu_blocks` includes the null block.
+
+    `async_scheduling=True` is vLLM's `AsyncScheduler` (SCHEDULER.md g, the default of real
+    deployments): step k is scheduled before the output of step k-1 is processed. It is off by
+    default so that the synchronous recordings keep their meaning.
+    """
 
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -29,6 +36,7 @@ class SchedulerConfig:
     long_prefill_token_threshold: int = 0
     watermark: float = 0.0
     scheduler_reserve_full_isl: bool = True
+    async_scheduling: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "block_size"):
@@ -45,6 +53,11 @@ class SchedulerConfig:
             raise SimInputError(
                 f"long_prefill_token_threshold must be an integer >= 0, got {thr!r}"
             )
+        if not isinstance(self.async_scheduling, bool | np.bool_):
+            raise SimInputError(
+                f"async_scheduling must be true or false, got {self.async_scheduling!r}"
+            )
+        object.__setattr__(self, "async_scheduling", bool(self.async_scheduling))
         if not 0.0 <= float(self.watermark) < 1.0:
             raise SimInputError(f"watermark must be in [0, 1), got {self.watermark!r}")
         # Imported here: policy.py imports nothing from config, but keep the registry the judge.

@@ -38,7 +38,7 @@ ARCH_FAMILY = {
     "blackwell": "hopper",
     "cdna3": "hopper",
 }
-OVERHEAD_MS = 1.0  # assumption: CPU side of a V1 step not hidden by async scheduling
+OVERHEAD_MS = 1.0  # assumption: CPU side of a V1 step (hidden behind the GPU with async scheduling)
 ACT_BYTES = 2  # activations stay 16-bit, also with fp8 weights
 MAX_STEP_TOKENS = 10_000_000
 MAX_KV_READ_TOKENS = 1e12
@@ -51,20 +51,29 @@ SEED_FLOPS_FRACTION = 500.0 / 989.5
 
 @dataclass(frozen=True)
 class GemmFactors:
-    """Achievable fractions of peak and the per-kernel latency of one GPU generation."""
+    """Achievable fractions of peak, per-kernel latency and overlap of one GPU generation."""
 
     bw_efficiency: float
     flops_efficiency: float
     kernel_latency_us: float
-    smooth_p: float  # time = latency + (t_mem**p + t_compute**p)**(1/p)
-    tile_tokens: int  # GEMM rows are padded to this tile (to a power of two below it)
+    smooth_p: float  # a tile's read and its arithmetic overlap as (t_mem**p + t_run**p)**(1/p)
+    splitk_traffic: float  # share of split-K partial sums (fp32, out and back) that reach DRAM
+    tile_m: int = 128  # GEMM output tile: rows (tokens) ...
+    tile_n: int = 128  # ... and columns (outputs)
+
+
+SPLITK_MIN_K = 512  # a split-K slice keeps at least this many inputs
+ACC_BYTES = 4  # split-K partial sums are fp32
+ENVELOPE_MARGIN = 1024  # rows beyond the largest asked for that the envelope looks at
+ENVELOPE_MAX = 1 << 20  # beyond this many rows every GEMM has >= 1 wave of tiles: no split-K
 
 
 def pad_tokens(m: ArrayLike, tile: int) -> np.ndarray:
-    """GEMM rows as the kernel computes them: next power of two up to `tile`, then tile steps."""
+    """GEMM rows as the kernel computes them: next power of two (at least 16) up to 64, then
+    whole tiles of `tile` rows."""
     m = np.asarray(m, dtype=np.float64)
-    small = np.exp2(np.ceil(np.log2(np.maximum(m, 1.0))))
-    return np.where(m <= tile, small, np.ceil(m / tile) * tile)
+    small = np.maximum(16.0, np.exp2(np.ceil(np.log2(np.maximum(m, 1.0)))))
+    return np.where(m <= 64, small, np.ceil(m / tile) * tile)
 
 
 _R_GRID = np.linspace(0.0, 1.0, 4097)
@@ -90,22 +99,60 @@ def _smooth_table(p: float) -> np.ndarray:
     return table
 
 
-def gemm_ms(
-    m: ArrayLike, n: int, k: int, *, bw_bps: float, flops: float, f: GemmFactors, w_bytes: int = 2
+def gemm_kernel_ms(
+    m: ArrayLike, n: int, k: int, *, bw_bps, flops, sms, f: GemmFactors, w_bytes: int = 2
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(time_ms, mem_ms, compute_ms) of an (m x k) @ (k x n) GEMM, vectorized over m.
+    """(time_ms, mem_ms, compute_ms) of one (m x k) @ (k x n) GEMM kernel, vectorized over m.
 
-    mem_ms reads the weights once plus 16-bit activations in and out; compute_ms is 2mnk at
-    the achievable FLOP rate (unpadded, used for the memory/compute verdict); time_ms pads m
-    to the kernel tile and adds the kernel latency. m == 0 costs nothing.
+    The kernel cuts the output into tiles (pad_tokens rows x tile_n columns) and runs them in
+    waves of `sms` tiles. When there are fewer tiles than SMs it splits k into `split` slices
+    (at least SPLITK_MIN_K inputs each) so that every SM works, and pays for fp32 partial sums
+    written and read back (a fitted share of them reaches DRAM). Time = latency + smooth max of
+    the bytes (weights once, 16-bit activations, partial sums) at the achievable bandwidth and
+    the waves' arithmetic at the achievable FLOP rate. So a large matrix keeps its one-token
+    time until near the roofline corner, and a small one bends early: few tiles, split-K
+    traffic, a partly idle last wave. mem_ms and compute_ms are the roofline's two sides without
+    tiles (weights and activations; 2mnk), for the memory/compute verdict. m == 0 costs nothing.
     """
     m = np.asarray(m, dtype=np.float64)
-    mem = (n * k * w_bytes + m * (k + n) * ACT_BYTES) / (f.bw_efficiency * bw_bps) * 1e3
-    scale = 2.0 * n * k / (f.flops_efficiency * flops) * 1e3
-    comp = m * scale
-    comp_pad = pad_tokens(m, f.tile_tokens) * scale
-    p = f.smooth_p
-    t = f.kernel_latency_us * 1e-3 + (mem**p + comp_pad**p) ** (1.0 / p)
+    rows = pad_tokens(m, f.tile_m)
+    tm = np.where(m <= 64, rows, f.tile_m)
+    tiles = np.ceil(m / tm) * np.ceil(n / f.tile_n)
+    max_split = np.maximum(np.asarray(k) // SPLITK_MIN_K, 1)
+    split = np.clip(np.floor(sms / np.maximum(tiles, 1.0)), 1.0, max_split)
+    waves = np.ceil(tiles * split / sms)
+    partial = np.where(split > 1, 2.0 * split * m * n * ACC_BYTES * f.splitk_traffic, 0.0)
+    bw = f.bw_efficiency * bw_bps
+    fl = f.flops_efficiency * flops
+    mem = (n * k * w_bytes + m * (k + n) * ACT_BYTES) / bw * 1e3
+    run = waves * sms * tm * f.tile_n * 2.0 * (k / split) / fl * 1e3
+    t = f.kernel_latency_us * 1e-3 + smooth_max(mem + partial / bw * 1e3, run, f.smooth_p)
+    comp = 2.0 * m * n * k / fl * 1e3
+    return np.where(m > 0, t, 0.0), mem, comp
+
+
+def gemm_ms(
+    m: ArrayLike, n: int, k: int, *, bw_bps, flops, sms, f: GemmFactors, w_bytes: int = 2
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time_ms, mem_ms, compute_ms) of a GEMM with m rows, never faster than a smaller one.
+
+    gemm_kernel_ms can dip where a tile boundary changes the split (a few more rows, a better
+    kernel). A library can always pad rows up to that faster shape, so the time is the kernel
+    time's minimum over m' >= m (up to ENVELOPE_MARGIN rows beyond the largest m), which is
+    non-decreasing in m. Fractional m (MoE rows per expert) interpolate between whole rows.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    kw = {"bw_bps": bw_bps, "flops": flops, "sms": sms, "f": f, "w_bytes": w_bytes}
+    t, mem, comp = gemm_kernel_ms(m, n, k, **kw)
+    if m.size == 0 or np.ndim(bw_bps) or np.ndim(flops) or np.ndim(sms) or m.max() > ENVELOPE_MAX:
+        return t, mem, comp  # per-row GPUs (the fit) or huge m: no split-K, already monotone
+    top = int(np.ceil(m.max()))
+    grid = np.arange(top + ENVELOPE_MARGIN + 1, dtype=np.float64)
+    env = np.minimum.accumulate(gemm_kernel_ms(grid, n, k, **kw)[0][::-1])[::-1]
+    lo = np.floor(m).astype(np.intp)
+    frac = m - lo
+    up = np.minimum(lo + 1, grid.size - 1)
+    t = env[lo] * (1.0 - frac) + env[up] * frac  # fractional rows (MoE): between the neighbours
     return np.where(m > 0, t, 0.0), mem, comp
 
 
@@ -118,14 +165,15 @@ def calibration() -> dict:
 
 def factors_for(gpu: GPU) -> GemmFactors:
     """The calibrated GEMM factors of the GPU's generation (see ARCH_FAMILY)."""
-    cal = calibration()
-    fam = cal["gemm"][ARCH_FAMILY[gpu.arch]]
+    fam = calibration()["gemm"][ARCH_FAMILY[gpu.arch]]
     return GemmFactors(
         bw_efficiency=fam["bw_efficiency"],
         flops_efficiency=fam["flops_efficiency"],
         kernel_latency_us=fam["kernel_latency_us"],
         smooth_p=fam["smooth_p"],
-        tile_tokens=int(cal["tile_tokens"]),
+        splitk_traffic=fam["splitk_traffic"],
+        tile_m=int(fam["tile_m"]),
+        tile_n=int(fam["tile_n"]),
     )
 
 
@@ -350,6 +398,7 @@ def _calibrated(
     consts: `cost_constants(dep)`, if the caller keeps them."""
     q_n, s_n = counts if counts is not None else (q, s)
     gpu, model, bw, flops, kv_tok, f = consts if consts is not None else cost_constants(dep)
+    sms = gpu.sm_count
     layers = model.num_layers
     n_out = 3 if bounds else 1
     # The linear layers depend only on the step's token count: evaluate each distinct count
@@ -375,7 +424,9 @@ def _calibrated(
         s_n,
         dep,
         "lm_head",
-        lambda u: gemm_ms(u, v_n, model.hidden_size, bw_bps=bw, flops=flops, f=f, w_bytes=wb),
+        lambda u: gemm_ms(
+            u, v_n, model.hidden_size, bw_bps=bw, flops=flops, sms=sms, f=f, w_bytes=wb
+        ),
         n_out,
     )
     comm_ms = _comm_ms(dep, q)
@@ -424,6 +475,7 @@ def _by_count(x: np.ndarray, dep: Deployment, part: str, fn, n_out: int = 3):
 def _linear_per_layer(dep: Deployment, f: GemmFactors, q: np.ndarray, bw: float, flops: float):
     """(time, read time, GEMM time) per layer of QKV, O, gate/up and down for token counts q."""
     model = dep.model_spec
+    sms = dep.gpu_spec.sm_count
     wb = dep.weight_bytes_per_elem
     shapes = linear_shapes(model, dep.tp)
     lin = np.zeros_like(q)
@@ -431,7 +483,7 @@ def _linear_per_layer(dep: Deployment, f: GemmFactors, q: np.ndarray, bw: float,
     comp = np.zeros_like(q)
     for name in ("qkv", "o"):
         n, k = shapes[name]
-        t, tm, tc = gemm_ms(q, n, k, bw_bps=bw, flops=flops, f=f, w_bytes=wb)
+        t, tm, tc = gemm_ms(q, n, k, bw_bps=bw, flops=flops, sms=sms, f=f, w_bytes=wb)
         lin += t
         mem += tm
         comp += tc
@@ -442,14 +494,14 @@ def _linear_per_layer(dep: Deployment, f: GemmFactors, q: np.ndarray, bw: float,
         lat = f.kernel_latency_us * 1e-3
         for name in ("gate_up", "down"):
             n, k = shapes[name]
-            t, tm, tc = gemm_ms(per_expert, n, k, bw_bps=bw, flops=flops, f=f, w_bytes=wb)
+            t, tm, tc = gemm_ms(per_expert, n, k, bw_bps=bw, flops=flops, sms=sms, f=f, w_bytes=wb)
             lin += np.where(q > 0, experts * (t - lat) + lat, 0.0)
             mem += experts * tm
             comp += experts * tc
     else:
         for name in ("gate_up", "down"):
             n, k = shapes[name]
-            t, tm, tc = gemm_ms(q, n, k, bw_bps=bw, flops=flops, f=f, w_bytes=wb)
+            t, tm, tc = gemm_ms(q, n, k, bw_bps=bw, flops=flops, sms=sms, f=f, w_bytes=wb)
             lin += t
             mem += tm
             comp += tc
@@ -514,6 +566,7 @@ def ridge_tokens(dep: Deployment, assumptions: str = "calibrated") -> float:
         per_tok = 2.0 * model.active_params_b * 1e9 / dep.tp / (SEED_FLOPS_FRACTION * flops)
         return float(w / per_tok)
     f = factors_for(gpu)
+    sms = gpu.sm_count
     shapes = linear_shapes(model, dep.tp)
     wb = dep.weight_bytes_per_elem
 
@@ -524,7 +577,7 @@ def ridge_tokens(dep: Deployment, assumptions: str = "calibrated") -> float:
             if model.is_moe and name in ("gate_up", "down"):
                 e = float(expected_experts(model, t))
                 m = t * model.experts_per_token / e
-            _, tm, tc = gemm_ms(m, n, k, bw_bps=bw, flops=flops, f=f, w_bytes=wb)
+            _, tm, tc = gemm_ms(m, n, k, bw_bps=bw, flops=flops, sms=sms, f=f, w_bytes=wb)
             mem += e * float(tm)
             comp += e * float(tc)
         return comp - mem

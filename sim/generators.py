@@ -1,7 +1,10 @@
 """Seeded workload generators and the spec grammar that names them (`poisson:rate=8,n=1000,...`).
 
 Arrivals start at 0 s: `constant` (request i at i / rate), `poisson` (exponential
-gaps at `rate` requests per second, the first at 0) or `burst` (all at 0). Lengths are drawn
+gaps at `rate` requests per second, the first at 0) or `burst` (all at 0); or a closed loop,
+`concurrency` (`clients=C`: the first C requests at 0 s, then each finish sends the next one at
+that moment, as `vllm bench serve --max-concurrency C`, AIPerf and genai-perf run; the times come
+from the timed run, see `Workload.concurrency`). Lengths are drawn
 separately for prompt_tokens and output_tokens, rounded, and clipped to [1, max]:
 `fixed:N`, `uniform:LO:HI` (integers, both ends included), `lognormal:MEDIAN:SIGMA`,
 `longtail:MEDIAN[:ALPHA]` (a Pareto with that median and tail index ALPHA, default 1.5: most
@@ -16,10 +19,11 @@ change the arrivals or lengths of the same seed.
 Spec grammar (command line and app), see `SPEC_HELP`:
 
     SPEC   := ARRIVAL ":" KEY=VALUE ("," KEY=VALUE)*
-    ARRIVAL:= poisson | constant | burst
+    ARRIVAL:= poisson | constant | burst | concurrency
     LENGTH := fixed:N | uniform:LO:HI | lognormal:MEDIAN:SIGMA | longtail:MEDIAN[:ALPHA]
 
-e.g. `poisson:rate=8,n=1000,prompt=lognormal:1024:0.8,output=uniform:16:512,seed=0`.
+e.g. `poisson:rate=8,n=1000,prompt=lognormal:1024:0.8,output=uniform:16:512,seed=0` or
+`concurrency:clients=32,n=1000,prompt=fixed:1024,output=fixed:256,seed=0`.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from sim.workload import Workload
 MAX_REQUESTS = 1_000_000
 DEFAULT_PROMPT_MAX = 32_768
 DEFAULT_OUTPUT_MAX = 32_768
-ARRIVAL_KINDS = ("poisson", "constant", "burst")
+ARRIVAL_KINDS = ("poisson", "constant", "burst", "concurrency")
 LENGTH_KINDS = ("fixed", "uniform", "lognormal", "longtail")
 LONGTAIL_DEFAULT_ALPHA = 1.5
 INTERACTIVE_PRIORITY = 0
@@ -44,9 +48,12 @@ BATCH_PRIORITY = 1
 
 SPEC_HELP = """\
 A workload spec is ARRIVAL:KEY=VALUE,KEY=VALUE,...
-  ARRIVAL   poisson (random gaps at `rate`), constant (one request every 1/rate s), burst (all at 0)
+  ARRIVAL   poisson (random gaps at `rate`), constant (one request every 1/rate s), burst (all
+            at 0), concurrency (a closed loop: `clients` in flight, each finish sends the next)
   n         number of requests, 1 to 1,000,000 (required)
-  rate      requests per second, > 0 (required for poisson and constant, not allowed for burst)
+  rate      requests per second, > 0 (required for poisson and constant, not allowed otherwise)
+  clients   requests in flight at once, >= 1 (required for concurrency, and only there); with
+            clients >= n every request is sent at 0 s
   prompt    prompt length (default fixed:512), output: output length (default fixed:128):
               fixed:N | uniform:LO:HI | lognormal:MEDIAN:SIGMA | longtail:MEDIAN[:ALPHA]
   prompt_max, output_max   clip lengths to this many tokens (default 32,768; prompts stay
@@ -57,7 +64,8 @@ A workload spec is ARRIVAL:KEY=VALUE,KEY=VALUE,...
   tenants   number of tenants, ids drawn uniformly (default 1)
   prefix    tokens of a shared system prompt prepended to every prompt (default 0)
   prefixes  number of distinct system prompts, ids drawn uniformly (default 1)
-Example: poisson:rate=8,n=1000,prompt=lognormal:1024:0.8,output=uniform:16:512,seed=0"""
+Example: poisson:rate=8,n=1000,prompt=lognormal:1024:0.8,output=uniform:16:512,seed=0
+Closed loop: concurrency:clients=32,n=1000,prompt=fixed:1024,output=fixed:256,seed=0"""
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,7 @@ def arrivals(kind: str, n: int, rate_per_s: float | None, rng: np.random.Generat
     """Arrival times in seconds (float64, non-decreasing, the first at 0) for `n` requests."""
     if kind == "burst":
         return np.zeros(n)
-    if kind not in ARRIVAL_KINDS:
+    if kind not in ARRIVAL_KINDS[:3]:
         raise SimInputError(f"unknown arrival kind {kind!r}; use poisson, constant or burst")
     if rate_per_s is None or not np.isfinite(rate_per_s) or rate_per_s <= 0:
         raise SimInputError(f"{kind} arrivals need a rate > 0 requests per second")
@@ -191,6 +199,7 @@ class WorkloadSpec:
     prefixes: int = 1
     prompt_max: int | None = None
     output_max: int | None = None
+    clients: int | None = None
 
     def __post_init__(self) -> None:
         for field in ("n", "seed", "tenants", "prefix_tokens", "prefixes"):
@@ -198,12 +207,32 @@ class WorkloadSpec:
             if isinstance(value, bool) or not isinstance(value, int | np.integer):
                 raise SimInputError(f"{field} must be a whole number, got {value!r}")
         if self.arrival not in ARRIVAL_KINDS:
-            raise SimInputError(f"unknown arrival {self.arrival!r}; use poisson, constant or burst")
+            raise SimInputError(
+                f"unknown arrival {self.arrival!r}; use poisson, constant, burst or concurrency"
+            )
         if not 1 <= self.n <= MAX_REQUESTS:
             raise SimInputError(f"n={self.n} must be between 1 and {MAX_REQUESTS:,} requests")
-        if self.arrival == "burst":
+        c = self.clients
+        if self.arrival == "concurrency":
+            if c is None:
+                raise SimInputError(
+                    "concurrency workloads need clients=C (how many requests are in flight)"
+                )
+            if isinstance(c, bool) or not isinstance(c, int | np.integer):
+                raise SimInputError(f"clients must be a whole number, got {c!r}")
+            if c < 1:
+                raise SimInputError(f"clients={c} must be at least 1")
+        elif c is not None:
+            raise SimInputError(
+                f"clients=C is for concurrency: workloads, not {self.arrival} (open-loop) ones"
+            )
+        if self.arrival in ("burst", "concurrency"):
             if self.rate_per_s is not None:
-                raise SimInputError("burst arrivals take no rate (every request arrives at 0 s)")
+                raise SimInputError(
+                    "burst arrivals take no rate (every request arrives at 0 s)"
+                    if self.arrival == "burst"
+                    else "concurrency workloads take no rate (each finish sends the next request)"
+                )
         elif self.rate_per_s is None:
             raise SimInputError(f"{self.arrival} arrivals need rate=R (requests per second)")
         elif not np.isfinite(self.rate_per_s) or self.rate_per_s <= 0:
@@ -232,6 +261,8 @@ class WorkloadSpec:
     def to_spec(self) -> str:
         """The spec string that `parse_spec` turns back into this recipe."""
         parts = [f"{self.arrival}:n={self.n}"]
+        if self.clients is not None:
+            parts.append(f"clients={self.clients}")
         if self.rate_per_s is not None:
             parts.append(f"rate={self.rate_per_s!r}")
         parts += [f"prompt={self.prompt}", f"output={self.output}", f"seed={self.seed}"]
@@ -276,7 +307,9 @@ class WorkloadSpec:
             _check_length(dist, what, cap)
             return lengths(dist.kind, dist.params, n, gen, max_tokens=cap)
 
-        arrival_s = arrivals(self.arrival, n, self.rate_per_s, rng[0])
+        # a closed loop's arrival times come from its run (Workload.concurrency)
+        closed = self.arrival == "concurrency"
+        arrival_s = None if closed else arrivals(self.arrival, n, self.rate_per_s, rng[0])
         prompt = draw(self.prompt, user_cap, rng[1], "prompt")
         output = draw(self.output, output_cap, rng[2], "output")
         priority = np.full(n, INTERACTIVE_PRIORITY, dtype=np.int64)
@@ -303,6 +336,7 @@ class WorkloadSpec:
             tenant=tenant,
             prefix_id=prefix_id,
             prefix_tokens=prefix_tokens,
+            concurrency=int(self.clients) if closed else None,
         )
 
 
@@ -320,8 +354,9 @@ _SPEC_KEYS = {
     "prefixes": "prefixes",
     "prompt_max": "prompt_max",
     "output_max": "output_max",
+    "clients": "clients",
 }
-_INT_KEYS = {"n", "seed", "tenants", "prefix", "prefixes", "prompt_max", "output_max"}
+_INT_KEYS = {"n", "seed", "tenants", "prefix", "prefixes", "prompt_max", "output_max", "clients"}
 _FLOAT_KEYS = {"rate", "interactive"}
 
 
@@ -341,7 +376,8 @@ def parse_spec(spec: str) -> WorkloadSpec:
         raise SimInputError("empty workload spec; e.g. poisson:rate=8,n=1000")
     if kind not in ARRIVAL_KINDS:
         raise SimInputError(
-            f"workload spec starts with {kind!r}; it must start with poisson:, constant: or burst:"
+            f"workload spec starts with {kind!r}; it must start with poisson:, constant:, burst: "
+            "or concurrency:"
         )
     fields: dict[str, object] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
@@ -415,4 +451,20 @@ def burst_workload(
 ) -> Workload:
     """All `n` requests at 0 s; `options` as in `poisson_workload`."""
     spec = WorkloadSpec("burst", n, None, prompt, output, seed, **options)  # type: ignore[arg-type]
+    return spec.build(max_model_len=max_model_len)
+
+
+def concurrency_workload(
+    n: int,
+    clients: int,
+    *,
+    prompt: str | LengthDist = "fixed:512",
+    output: str | LengthDist = "fixed:128",
+    seed: int = 0,
+    max_model_len: int | None = None,
+    **options: object,
+) -> Workload:
+    """A closed loop: `clients` requests in flight, each finish sends the next one (list order)
+    at that moment; arrival times come from the timed run. `options` as in `poisson_workload`."""
+    spec = WorkloadSpec("concurrency", n, None, prompt, output, seed, clients=clients, **options)  # type: ignore[arg-type]
     return spec.build(max_model_len=max_model_len)

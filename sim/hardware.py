@@ -30,6 +30,7 @@ class GPU:
     bf16_tflops: float  # dense BF16/FP16 tensor-core peak, TFLOP/s
     fp8_tflops: float | None  # dense FP8 peak; None where the chip has no FP8 tensor cores
     arch: str  # ampere | ada | hopper | blackwell | cdna3 (chooses the calibrated factors)
+    sm_count: int  # streaming multiprocessors (compute units on AMD): GEMM tiles run in waves of it
     vendor: str
     source: str
 
@@ -53,8 +54,9 @@ def _catalog() -> dict[str, GPU]:
             bf16_tflops=float(r.bf16_dense_tflops),
             fp8_tflops=fp8,
             arch=str(r.arch),
+            sm_count=int(r.sm_count),
             vendor=str(r.vendor),
-            source=f"{r.source} | CUDA memory: {r.cuda_memory_source}",
+            source=f"{r.source} | CUDA memory: {r.cuda_memory_source} | SMs: {r.sm_source}",
         )
     return out
 

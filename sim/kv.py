@@ -48,7 +48,8 @@ class PrefixCachePool:
         self._cached: dict[tuple, list[int]] = {}
         n = int(prefix_id.shape[0])
         self._tables: list[list[int]] = [[] for _ in range(n)]
-        self._num_cached = [0] * n
+        # Full blocks of each request that are hashed (an array: the scheduler filters on it).
+        self.num_cached = np.zeros(n, dtype=np.int64)
         # Number of leading blocks of each request that are prefix blocks.
         self._prefix_blocks = np.where(prefix_id >= 0, prefix_tokens // block_size, 0).tolist()
         self._prefix_id = prefix_id.tolist()
@@ -81,7 +82,7 @@ class PrefixCachePool:
                 del self._lru[b]
             self._ref[b] += 1
         self._tables[r].extend(hits)
-        self._num_cached[r] = len(hits)
+        self.num_cached[r] = len(hits)
 
     def allocate(self, r: int, count: int) -> None:
         """Append `count` blocks from the front of the free queue to r (evicting their hashes)."""
@@ -101,14 +102,15 @@ class PrefixCachePool:
             table.append(b)
 
     def cache(self, r: int, num_full_blocks: int) -> None:
-        """Hash r's blocks that are now full of known, scheduled tokens."""
+        """Hash r's blocks that are now full of known, scheduled tokens (never un-hashes)."""
         table = self._tables[r]
-        for j in range(self._num_cached[r], num_full_blocks):
+        for j in range(int(self.num_cached[r]), num_full_blocks):
             b = table[j]
             key = self._key(r, j)
             self._hash[b] = key
             self._cached.setdefault(key, []).append(b)
-        self._num_cached[r] = max(self._num_cached[r], num_full_blocks)
+        if num_full_blocks > self.num_cached[r]:
+            self.num_cached[r] = num_full_blocks
 
     def free(self, r: int) -> None:
         """Release all of r's blocks, tail first: hashed to the back, unhashed to the front."""
@@ -121,4 +123,4 @@ class PrefixCachePool:
                 else:
                     self._free_unhashed.append(b)
         table.clear()
-        self._num_cached[r] = 0
+        self.num_cached[r] = 0

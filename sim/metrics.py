@@ -8,6 +8,8 @@ The core is pure functions on arrays (`token_times_s`, `request_latencies`, `int
 
 Definitions (vLLM's benchmark names):
 - A token's time is the end of the step that sampled it: step_start_s + step_ms / 1000.
+- A request's arrival is the run's `arrival_s` (the workload's, or for a closed loop the times
+  the run sent the requests at, sim/closed_loop.py).
 - TTFT = first token time - arrival_s; ITL = every gap between consecutive tokens of one request;
   TPOT = a request's mean ITL (its (E2E - TTFT) / (output tokens - 1)); E2E = last token time -
   arrival_s. A request with one output token has no ITL and no TPOT.
@@ -143,14 +145,16 @@ def _latencies(
 
 
 def percentiles(values: np.ndarray) -> dict[str, float | None]:
-    """p50, p90, p99 (np.percentile, linear) and max of the finite values; None when empty."""
+    """p50, p90, p99 (np.percentile, linear), max and mean of the finite values; None when
+    empty. (Benchmark reports such as `vllm bench serve` lead with the mean.)"""
     arr = np.asarray(values, dtype=np.float64).reshape(-1)
     arr = arr[np.isfinite(arr)]
     if arr.size == 0:
-        return {key: None for key in (*PERCENTILES, "max")}
+        return {key: None for key in (*PERCENTILES, "max", "mean")}
     qs = np.percentile(arr, list(PERCENTILES.values()))
     out: dict[str, float | None] = {k: float(q) for k, q in zip(PERCENTILES, qs, strict=True)}
     out["max"] = float(arr.max())
+    out["mean"] = float(arr.mean())
     return out
 
 
@@ -217,10 +221,9 @@ class RequestMetrics:
 def _token_clock(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """(token times, arrivals) in seconds for timed runs, in steps for step replays."""
     wl = run.workload
-    if run.timed:
-        if wl.arrival_s is None:
-            raise SimInputError("a timed run needs a workload with arrival_s")
-        return token_times_s(run.token_step, run.step_start_s, run.step_ms), wl.arrival_s
+    if run.timed:  # the run's arrivals: a closed loop's are realized during the run
+        arrival = np.asarray(run.arrival_s, dtype=np.float64)
+        return token_times_s(run.token_step, run.step_start_s, run.step_ms), arrival
     if wl.arrival_step is None:
         raise SimInputError("a step replay needs a workload with arrival_step")
     return np.asarray(run.token_step, dtype=np.float64), wl.arrival_step.astype(np.float64) - 1
@@ -287,7 +290,7 @@ def request_table(run: Run) -> pd.DataFrame:
     }
     if m.timed:
         table |= {
-            "arrival_s": wl.arrival_s,
+            "arrival_s": np.asarray(run.arrival_s, dtype=np.float64),
             "ttft_ms": m.ttft_ms,
             "tpot_ms": m.tpot_ms,
             "max_itl_ms": m.max_itl_ms,
@@ -347,7 +350,7 @@ def summarize(
     Keys: timed, num_requests, num_finished, num_steps, num_output_tokens (sampled),
     total_preemptions, total_recomputed_tokens, peak_kv_usage, mean_kv_usage (over steps);
     time (None in step replays): makespan_s, ttft_ms, itl_ms, tpot_ms, e2e_s (each a dict
-    p50/p90/p99/max), output_tokens_per_s, total_tokens_per_s, scheduled_tokens_per_s,
+    p50/p90/p99/max/mean), output_tokens_per_s, total_tokens_per_s, scheduled_tokens_per_s,
     mean_step_ms; steps (None in timed runs): ttft_steps, itl_steps, e2e_steps (dicts),
     output_tokens_per_step; with an SLO given: ttft_slo_ms, itl_slo_ms, num_good,
     goodput_req_per_s (timed runs only).
@@ -370,7 +373,9 @@ def summarize(
     }
     none4 = percentiles(np.empty(0))
     if run.timed:
-        start = float(wl.arrival_s.min()) if wl.num_requests else 0.0
+        sent = np.asarray(run.arrival_s, dtype=np.float64)
+        sent = sent[np.isfinite(sent)]
+        start = float(sent.min()) if sent.size else 0.0
         span = float(times.max()) - start if times.size else 0.0
         finished_prompt = float(wl.prompt_tokens[m.finished].sum())
         out |= {

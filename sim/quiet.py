@@ -34,7 +34,12 @@ class QuietRunMixin:
         if nR > self.budget_max:
             return 0
         comp = self.computed[R]
-        if not np.all(self.num_tokens[R] - comp == 1):
+        if self.async_sched:
+            # async: every running request decodes with one output in flight (no lingering
+            # finished request, no chunk): the run then processes one output per step
+            if not (np.all(self.ph[R] == 1) and np.all(self.num_tokens[R] + 1 - comp == 1)):
+                return 0
+        elif not np.all(self.num_tokens[R] - comp == 1):
             return 0
         bs = self.bs
         hist = np.bincount((-comp) % bs, minlength=bs)
@@ -42,7 +47,9 @@ class QuietRunMixin:
         if admissible and not self._head_blocked(W, nR, self.free - int(hist[0])):
             return 0
         remain = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
-        m = int(remain.min())
+        m = int(remain.min()) - (1 if self.async_sched else 0)  # async: beyond the one in flight
+        if m < 1:
+            return 0
         m = min(m, self.max_steps - self.step)
         if not self.timed and nxt is not None:
             m = min(m, int(nxt) - (self.step + 1))
@@ -99,7 +106,7 @@ class QuietRunMixin:
                 m = int(np.searchsorted(starts, nxt, side="left"))  # steps starting before it
                 per, t, kv_read, attn, tokens = per[:m], t[:m], kv_read[:m], attn[:m], tokens[:m]
                 ms, starts, ends = ms[:m], starts[:m], ends[:m]
-            self.now_s = float(ends[-1])
+            self.now_s = float(starts[-1] + ms[-1] / 1e3)  # = Run.finish_s of its last step
         else:
             ms = np.full(m, np.nan)
             starts = np.full(m, np.nan)
@@ -109,7 +116,9 @@ class QuietRunMixin:
         if nR:
             if self.pool is not None:  # m tokens each, before num_computed_tokens moves on
                 need = cdiv(comp0 + m, self.bs) - cdiv(comp0, self.bs)
-                self._pool_alloc(R, np.full(nR, m, dtype=np.int64), need)
+                # hashed: every computed token known by the end (async: all but the last)
+                full = (comp0 + m - self.lag) // self.bs
+                self._pool_alloc(R, np.full(nR, m, dtype=np.int64), need, full)
             self.computed[R] = comp0 + m
             self.num_output[R] += m
             self.num_tokens[R] += m
@@ -121,7 +130,17 @@ class QuietRunMixin:
             self.tok_step.append(np.repeat(k0 + t, nR))
         kv_used = used0 + cum
         stop = (self.num_output[R] >= self.max_out[R]) | (self.num_tokens[R] >= self.mml)
-        fin = R[stop]
+        fin = R[stop]  # async: none (the last step's output is in flight, `pending`)
+        if self.async_sched:
+            self.pending = R
+            p = self.ph[R]
+            last = R[
+                (self.num_output[R] + p >= self.max_out[R]) | (self.num_tokens[R] + p >= self.mml)
+            ]
+        else:
+            last = fin
+        if self.closed is not None and last.shape[0]:
+            self._release(last.shape[0], self.now_s)
         k_last = k0 + m - 1
         num_fin = np.zeros(m, dtype=np.int64)
         if fin.shape[0]:

@@ -29,11 +29,11 @@ _CONFIG_KEYS = (
     "long_prefill_token_threshold",
     "watermark",
     "scheduler_reserve_full_isl",
+    "async_scheduling",
 )
 _REQUIRED = ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "num_gpu_blocks")
-# Settings accepted only at the value Stepwise models (vLLM's default or the synchronous engine).
+# Settings accepted only at the value Stepwise models (vLLM's default).
 _FIXED = {
-    "async_scheduling": (False, None),
     "long_prefill_token_threshold_adaptive": (False, None),
     "max_num_partial_prefills": (1, None),
     "max_long_partial_prefills": (1, None),
@@ -64,7 +64,9 @@ def config_from_settings(settings: dict) -> SchedulerConfig:
     missing = [k for k in _REQUIRED if k not in settings]
     if missing:
         raise SimInputError(f"settings lack {', '.join(missing)}")
-    kwargs = {k: settings[k] for k in _CONFIG_KEYS if k in settings}
+    # A null value leaves the setting at SchedulerConfig's default (async_scheduling: off, the
+    # synchronous `Scheduler` the recordings without `_async` were made with).
+    kwargs = {k: settings[k] for k in _CONFIG_KEYS if settings.get(k) is not None}
     if "watermark" in kwargs:
         kwargs["watermark"] = float(kwargs["watermark"])
     try:

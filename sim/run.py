@@ -2,7 +2,10 @@
 
 Per step (index k-1 for step k), per sampled output token (emission order) and per request.
 Step replays (`run_steps`) have no clock: their time arrays are NaN. Timed runs (`run_timed`)
-fill step_start_s/step_ms and the per-request times (a token is out at the end of its step).
+fill step_start_s/step_ms and the per-request times (a token is out at the end of its step);
+`arrival_s` is the workload's, or for a closed loop the times the run sent the requests at.
+Under async scheduling a step's `kv_blocks_used` and `num_finished` are those measured when its
+output was processed (after the next step's schedule), as vLLM's async recordings have them.
 `detail` holds, only when asked for, the per-step lists (scheduled pairs, preempted, finished,
 new, resumed, sampled, running and waiting order) that a replay turns into vLLM's JSON schema.
 """

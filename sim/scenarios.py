@@ -224,7 +224,7 @@ def timed_run(scenario: StreamThenPrompt, config, deployment, *, record_detail: 
         warm = Engine(
             config,
             timed(first, arrival_s),
-            timer=timer_for(deployment),
+            timer=timer_for(deployment, async_scheduling=config.async_scheduling),
             max_steps=steps_before,
             stop_at_max_steps=True,
         ).run()

@@ -15,6 +15,12 @@ With prefix caching, block bookkeeping goes through vLLM's block-level LRU pool 
 admissions go one at a time (each one's cache hits depend on the blocks the previous one hashed
 or evicted); shorter quiet runs (sim/quiet.py) replace the windows.
 
+`SchedulerConfig.async_scheduling` makes the same engine vLLM's `AsyncScheduler` (SCHEDULER.md g):
+output placeholders, the output of step k-1 processed after step k is scheduled, finishes and
+frees one step later (sim/async_sched.py; the windows and quiet runs follow it). A closed-loop
+workload (`Workload.concurrency`) gets its arrival times from the run's finishes
+(sim/closed_loop.py).
+
 Public: `run_steps` (arrivals in steps, for replays and lessons). Timed runs: `sim.timed`.
 """
 
@@ -26,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.async_sched import AsyncMixin
+from sim.closed_loop import ClosedLoopMixin
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
 from sim.kv import PrefixCachePool, cdiv
@@ -104,7 +112,17 @@ class Prepared:
 def prepare(workload: Workload, policy: str, timed: bool) -> Prepared:
     """Arrival order and the policy's keys for `workload` (see Prepared)."""
     n = workload.num_requests
-    if timed:
+    if workload.concurrency is not None:
+        if not timed:
+            raise SimInputError(
+                "a concurrency (closed-loop) workload needs a timed run: its requests arrive "
+                "when earlier ones finish, in seconds, which a step replay does not have"
+            )
+        # the first `concurrency` at 0 s; the others get their times during the run
+        arrival_key = np.full(n, np.inf)
+        arrival_key[: workload.concurrency] = 0.0
+        arrival_time = np.arange(n) * 1e-6  # they arrive in list order
+    elif timed:
         if workload.arrival_s is None:
             raise SimInputError("a timed run needs arrival_s (seconds) in the workload")
         arrival_key = np.asarray(workload.arrival_s, dtype=np.float64)
@@ -125,7 +143,7 @@ def prepare(workload: Workload, policy: str, timed: bool) -> Prepared:
     return Prepared(order, arrival_key[order], pol)
 
 
-class Engine(WindowMixin, QuietRunMixin):
+class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
     """The scheduler state of one run and the step loop. Use `run_steps` / `sim.timed.run_timed`."""
 
     def __init__(
@@ -164,6 +182,8 @@ class Engine(WindowMixin, QuietRunMixin):
         self.reserve_full = config.scheduler_reserve_full_isl
         self.wm_blocks = config.watermark_blocks
         self.usable = config.kv_blocks_usable
+        self.async_sched = config.async_scheduling
+        self.lag = int(self.async_sched)  # steps a finished request stays in `running`
 
         self.prompt = np.asarray(workload.prompt_tokens, dtype=np.int64)
         self.max_out = np.asarray(workload.output_tokens, dtype=np.int64)
@@ -181,6 +201,10 @@ class Engine(WindowMixin, QuietRunMixin):
         self.arrival_sorted = prepared.arrival_sorted
         self.arrival_ptr = 0
         self.policy = prepared.policy
+        self.closed = workload.concurrency  # closed loop: sim/closed_loop.py
+        if self.closed is not None:
+            self.arrival_sorted = self.arrival_sorted.copy()  # filled in as requests finish
+            self.unsent = min(self.closed, n)
 
         self.num_tokens = self.prompt.copy()
         self.computed = np.zeros(n, dtype=np.int64)
@@ -194,6 +218,11 @@ class Engine(WindowMixin, QuietRunMixin):
         self.first_token = np.zeros(n, dtype=np.int64)
         self.finish = np.zeros(n, dtype=np.int64)
         self.sched = np.zeros(n, dtype=np.int64)  # tokens scheduled in the current step
+        # async scheduling (sim/async_sched.py): placeholders, outputs in flight, lost work
+        self.ph = np.zeros(n, dtype=np.int64)
+        self.lost = np.zeros(n, dtype=np.int64)
+        self.pending = _EMPTY
+        self.final_output = (0, _EMPTY)
         self.running = _EMPTY
         self.waiting = _EMPTY
         self.free = self.usable
@@ -255,7 +284,10 @@ class Engine(WindowMixin, QuietRunMixin):
         while pos < R.shape[0] and budget > 0:
             idx = R[pos:]
             comp = computed[idx]
-            w = self.num_tokens[idx] - comp
+            if self.async_sched:
+                w = self._async_new_tokens(idx, comp)
+            else:
+                w = self.num_tokens[idx] - comp
             if thr_on:
                 np.minimum(w, self.thr, out=w)
             np.minimum(w, self.mml - comp - 1, out=w)
@@ -298,7 +330,9 @@ class Engine(WindowMixin, QuietRunMixin):
                     free = pool.num_free
                 blocks[v] = 0
                 self.recomputed[v] += computed[v]
+                self.lost[v] = computed[v]
                 computed[v] = 0
+                self.ph[v] = 0  # an output in flight for v is stale now (g6)
                 if vp < cur:  # already scheduled in this step: give its tokens back (f1)
                     budget += int(sched[v])
                     sched[v] = 0
@@ -407,16 +441,19 @@ class Engine(WindowMixin, QuietRunMixin):
             out.append(r)
         return np.array(out, dtype=np.int64), budget, pool.num_free
 
-    def _pool_alloc(self, idx, c, need) -> None:
+    def _pool_alloc(self, idx, c, need, full=None) -> None:
         """Mirror allocations in the prefix-cache pool, request by request: `c` tokens and `need`
         new blocks for each of `idx` (a step's running loop, or a quiet run's m decodes).
 
-        Only requests that get blocks or fill a block are visited: a request has hashed exactly
-        its computed // block_size full blocks, so a step that fills none changes nothing."""
+        Blocks are hashed up to `full` full blocks: by default those of the tokens computed by the
+        end of the step that are known (vLLM caps at `request.num_tokens`, which under async
+        scheduling leaves out the placeholders). Only requests that get blocks or hash a block
+        are visited: a step that does neither changes nothing in the pool."""
         pool = self.pool
         comp = self.computed[idx]
-        full = (comp + c) // self.bs
-        touch = np.flatnonzero((c > 0) & ((need > 0) | (full > comp // self.bs)))
+        if full is None:
+            full = np.minimum(comp + c, self.num_tokens[idx]) // self.bs
+        touch = np.flatnonzero((c > 0) & ((need > 0) | (full > pool.num_cached[idx])))
         for r, nr, nf in zip(
             idx[touch].tolist(), need[touch].tolist(), full[touch].tolist(), strict=True
         ):
@@ -425,11 +462,17 @@ class Engine(WindowMixin, QuietRunMixin):
             pool.cache(r, nf)
 
     def _general_step(self) -> None:
-        """One full step: schedule, update, sample, stop, free. Appends one record."""
+        """One full step: schedule, update, sample, stop, free. Appends one record.
+
+        Synchronous: the output of this step is processed at once. Async (SCHEDULER g): the
+        sampled requests get a placeholder and the output processed is the previous step's,
+        so the record's finishes and KV after output belong to the previous step (async_sched.py
+        moves them back one row at the end of the run)."""
         k = self.step + 1
         arrived = self.arrived_now
         pre, admitted = self._schedule()
         R = self.running
+        W = self.waiting
         sched = self.sched
         tok = sched[R]
         mask = tok > 0
@@ -442,18 +485,23 @@ class Engine(WindowMixin, QuietRunMixin):
         total = int(tok.sum())
         self.computed[scheduled] = ctx + tok
         sched[scheduled] = 0
-        done = self.computed[scheduled] == self.num_tokens[scheduled]
-        sampled = scheduled[done]
-        self.num_output[sampled] += 1
-        self.num_tokens[sampled] += 1
+        if self.async_sched:
+            sampled, last = self._async_sample(scheduled)
+            fin = self._process_output(k - 1)
+            self.pending = sampled
+        else:
+            done = self.computed[scheduled] == self.num_tokens[scheduled]
+            sampled = scheduled[done]
+            self.num_output[sampled] += 1
+            self.num_tokens[sampled] += 1
+            stop = (self.num_output[sampled] >= self.max_out[sampled]) | (
+                self.num_tokens[sampled] >= self.mml
+            )
+            fin = last = sampled[stop]
+            if fin.shape[0]:
+                self._finish(fin, k)
         ft = self.first_token[sampled]
         self.first_token[sampled] = np.where(ft == 0, k, ft)
-        stop = (self.num_output[sampled] >= self.max_out[sampled]) | (
-            self.num_tokens[sampled] >= self.mml
-        )
-        fin = sampled[stop]
-        if fin.shape[0]:
-            self._finish(fin, k)
         # time
         start_s = self.now_s
         ms = float("nan")
@@ -467,6 +515,8 @@ class Engine(WindowMixin, QuietRunMixin):
                 )[0]
             )
             self.now_s = start_s + ms / 1e3
+            if self.closed is not None and last.shape[0]:
+                self._release(last.shape[0], self.now_s)
         if sampled.shape[0]:
             self.tok_req.append(sampled)
             self.tok_step.append(np.full(sampled.shape[0], k, dtype=np.int64))
@@ -477,7 +527,7 @@ class Engine(WindowMixin, QuietRunMixin):
                 kv_read,
                 attn,
                 R.shape[0],
-                self.waiting.shape[0],
+                W.shape[0],
                 self.usable - self.free,
                 pre.shape[0],
                 fin.shape[0],
@@ -499,15 +549,15 @@ class Engine(WindowMixin, QuietRunMixin):
                     sampled=sampled,
                     finished=fin,
                     running=R,
-                    waiting=self.waiting,
+                    waiting=W,
                     kv_blocks_used_after_schedule=used_after_schedule,
                     kv_blocks_used=self.usable - self.free,
                 )
             )
         self.step = k
-        if fin.shape[0]:
+        if fin.shape[0] and not self.async_sched:
             self.running = R[self.status[R] == RUNNING]
-        if total == 0 and R.shape[0] == 0 and self.waiting.shape[0] and pre.shape[0] == 0:
+        if total == 0 and R.shape[0] == 0 and W.shape[0] and pre.shape[0] == 0:
             self._deadlock()
 
     def _finish(self, fin: np.ndarray, k: int) -> None:
@@ -557,16 +607,25 @@ class Engine(WindowMixin, QuietRunMixin):
                 self._quiet_run(m)
             else:
                 self._general_step()
+        if self.async_sched:
+            self._async_final_output()
         return self._result(time.perf_counter() - t0)
 
     def _result(self, seconds: float) -> Run:
         cols, start_s, step_ms = self.log.arrays()
+        if self.async_sched:
+            self._async_shift(cols)
         tok_req = np.concatenate(self.tok_req) if self.tok_req else _EMPTY
         tok_step = np.concatenate(self.tok_step) if self.tok_step else _EMPTY
         nan = np.full(self.n, np.nan)
         if self.timed:
             end_s = start_s + step_ms / 1e3
-            arrival_s = np.asarray(self.wl.arrival_s, dtype=np.float64)
+            if self.closed is not None:  # the realized arrivals (NaN: never sent)
+                arrival_s = np.full(self.n, np.nan)
+                arrival_s[self.arrival_order] = self.arrival_sorted
+                arrival_s[np.isinf(arrival_s)] = np.nan
+            else:
+                arrival_s = np.asarray(self.wl.arrival_s, dtype=np.float64)
             first_token_s = np.where(self.first_token > 0, end_s[self.first_token - 1], np.nan)
             finish_s = np.where(self.finish > 0, end_s[self.finish - 1], np.nan)
         else:

@@ -74,7 +74,7 @@ def _one(
     if deployment is not None:
         from sim.timed import timer_for
 
-        timer = timer_for(deployment)
+        timer = timer_for(deployment, async_scheduling=config.async_scheduling)
     t0 = time.perf_counter()
     run = Engine(config, workload, timer=timer, max_steps=max_steps, prepared=prepared).run()
     seconds = time.perf_counter() - t0

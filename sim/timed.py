@@ -5,6 +5,10 @@ requests with arrival_s <= t, then runs one schedule() and output update; it las
 `sim.cost.step_costs` says for what it holds (query tokens, sequences, KV tokens read, attention
 pairs). An idle engine jumps to the next arrival (idle time is not a step). Quiet runs of decode
 steps are priced with one vectorized cost call and cut at the next arrival by a cumulative sum.
+A token's time is the end of the step that sampled it, with `async_scheduling` too (the step
+that only processes an output schedules nothing and costs what the timer says for nothing). A
+closed-loop workload (`concurrency:...`) sends its requests as earlier ones finish; the Run's
+`arrival_s` holds those times.
 
 `config_for` builds the SchedulerConfig vLLM would use on a deployment: batch limits from vLLM's
 defaults for the GPU (SCHEDULER.md e) unless given, the KV pool from the catalogs unless given.
@@ -44,15 +48,24 @@ def deployment(gpu: str, model: str, *, tp: int = 1, dtype: str = "bf16") -> Any
     return Deployment(gpu, model, tp=tp, dtype=dtype)
 
 
-def timer_for(dep: Any) -> StepTimer:
-    """The cost model of a deployment as a StepTimer."""
-    from sim.cost import cost_constants, step_ms
+def timer_for(dep: Any, *, async_scheduling: bool = False) -> StepTimer:
+    """The cost model of a deployment as a StepTimer.
+
+    With async scheduling the CPU part of a step (sim.cost.OVERHEAD_MS: scheduling, input
+    preparation, output processing) runs while the GPU computes the step before, which is why
+    vLLM does it: a step lasts max(GPU time, CPU time) instead of their sum.
+    """
+    from sim.cost import OVERHEAD_MS, cost_constants, step_ms
 
     consts = cost_constants(dep)
 
     def timer(query_tokens, num_seqs, kv_read_tokens, attn_pairs) -> np.ndarray:
         ms = step_ms(dep, query_tokens, num_seqs, kv_read_tokens, attn_pairs, consts)
-        return np.asarray(ms, dtype=np.float64)
+        ms = np.asarray(ms, dtype=np.float64)
+        if async_scheduling:
+            active = np.asarray(query_tokens) > 0
+            ms = np.where(active, np.maximum(ms - OVERHEAD_MS, OVERHEAD_MS), ms)
+        return ms
 
     return timer
 
@@ -67,7 +80,11 @@ def run_timed(
 ) -> Run:
     """Run `workload` (arrival_s) on `deployment` (sim.cost.Deployment), step for step, timed."""
     return run_with_timer(
-        config, workload, timer_for(deployment), record_detail=record_detail, max_steps=max_steps
+        config,
+        workload,
+        timer_for(deployment, async_scheduling=config.async_scheduling),
+        record_detail=record_detail,
+        max_steps=max_steps,
     )
 
 

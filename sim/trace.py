@@ -246,6 +246,11 @@ def _tenant_column(df: pd.DataFrame, name: str) -> np.ndarray:
 
 def write_trace_csv(workload: Workload, path: str | os.PathLike) -> None:
     """Write a timed workload as a trace CSV that `read_trace_csv` reads back unchanged."""
+    if workload.concurrency is not None:
+        raise SimInputError(
+            "a concurrency (closed-loop) workload has no arrival times until it runs: write "
+            "its run's arrival_s instead"
+        )
     if workload.arrival_s is None:
         raise SimInputError("only a timed workload (arrival_s) can be written as a trace")
     frame = pd.DataFrame(

@@ -17,9 +17,18 @@ step where the story breaks (a running request short of blocks, i.e. a preemptio
 admission; a budget-capped step); the general step code does that step. So each window is exact
 step for step. (Prefix caching keeps the shorter quiet runs in scheduler.py: its block pool is
 order dependent.)
+
+Under async scheduling (`lag` = 1) the token counts are the same; a request that produced its
+last token in step f is skipped in step f + 1 but stays in `running` (it counts against
+max_num_seqs) and holds its blocks until that step's output processing, so its free, its
+finish record and its leaving the running list all move one step later; the output of the
+window's last step stays in flight (`pending`). In a closed loop each finish at step f sends a
+request that arrives in step f + 1 (`_plan(closed=True)`, sim/closed_loop.py).
 """
 
 from __future__ import annotations
+
+import bisect
 
 import numpy as np
 
@@ -69,14 +78,29 @@ class WindowMixin:
         n0 = R.shape[0]
         k0 = self.step + 1
         comp0 = self.computed[R]
-        if n0 > self.budget_max or (n0 and not np.all(self.num_tokens[R] - comp0 == 1)):
+        if n0 > self.budget_max:
+            return 0
+        decoding = None
+        if self.async_sched and n0:
+            # async: decoders ask for 1 token (placeholders included); a request whose token in
+            # flight is its last one is skipped, stays in `running` one step, then is freed
+            p0 = self.ph[R]
+            decoding = self._remaining(R) > 0
+            if not np.all(self.num_tokens[R][decoding] + p0[decoding] - comp0[decoding] == 1):
+                return 0
+        elif n0 and not np.all(self.num_tokens[R] - comp0 == 1):
             return 0
         T = min(self.window_len, self.max_steps - self.step)
         if T <= 0:
             return 0
-        if n0 and int(np.count_nonzero(comp0 % self.bs == 0)) > self.free:
+        first = comp0 % self.bs == 0
+        if decoding is not None:
+            first &= decoding
+        if n0 and int(np.count_nonzero(first)) > self.free:
             return 0  # the first step's decodes run short of blocks: a preemption step
-        if self.timed:
+        if self.timed and self.closed is not None:
+            m = self._closed_window(T, R, comp0)  # sim/closed_loop.py
+        elif self.timed:
             m = self._timed_window(T, R, comp0)
         else:
             ptr = self.arrival_ptr
@@ -168,20 +192,32 @@ class WindowMixin:
         """What the running requests R do over T steps, whatever the admissions: each decodes
         until it finishes. Returns (finishing step, final blocks, count per step, new blocks
         needed per step, blocks freed per step); the same for every plan of a window."""
-        rem0 = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
+        rem0 = self._remaining(R)
         fin0 = rem0 - 1
         run_cnt = -np.bincount(np.minimum(fin0 + 1, T), minlength=T + 1)
         run_cnt[0] += R.shape[0]
         run_cnt = np.cumsum(run_cnt)[:T]
         dec_need = _boundary_counts(np.zeros(R.shape[0], dtype=np.int64), fin0, comp0, self.bs, T)
         final0 = cdiv(comp0 + rem0, self.bs)
-        inw = fin0 < T
-        freed = np.bincount(fin0[inw], weights=final0[inw], minlength=T)[:T].astype(np.int64)
-        return fin0, final0, run_cnt, dec_need, freed
+        # a request is freed (and leaves `running`) in step fin + lag: lag 1 under async
+        out = fin0 + self.lag
+        inw = out < T
+        freed = np.bincount(out[inw], weights=final0[inw], minlength=T)[:T].astype(np.int64)
+        ling = np.zeros(T, dtype=np.int64)
+        if self.lag:
+            ling = np.bincount(out[inw], minlength=T)[:T]
+        return fin0, final0, run_cnt, dec_need, freed, ling
 
-    def _plan(self, T, R, comp0, arr_ids, arr_t, running=None):
+    def _remaining(self, R: np.ndarray) -> np.ndarray:
+        """Tokens each running request has still to sample (beyond any in flight)."""
+        rem = np.minimum(self.max_out[R] - self.num_output[R], self.mml - self.num_tokens[R])
+        return rem - self.ph[R] if self.async_sched else rem
+
+    def _plan(self, T, R, comp0, arr_ids, arr_t, running=None, closed=False):
         """The admissions of a window of up to T steps and where its story breaks (`running`:
-        `_running_part(T, R, comp0)` if already computed).
+        `_running_part(T, R, comp0)` if already computed). `closed`: a closed loop, where
+        besides `arr_ids` (sent already) each finish at step f sends the next unsent request,
+        which arrives in step f + 1 (sim/closed_loop.py).
         Returns (stop, admitted ids, their steps, finishing steps and final blocks of R)."""
         bs = self.bs
         B = self.budget_max
@@ -190,10 +226,15 @@ class WindowMixin:
         # ---------------- running requests: decode until they finish
         if running is None:
             running = self._running_part(T, R, comp0)
-        fin0, final0, run_cnt, dec_need, freed = running
+        fin0, final0, run_cnt, dec_need, freed, ling = running
         fcfs_like = self.policy.name == "fcfs" or bool(np.all(np.diff(arr_t) > 0))
-        if self.waiting.shape[0] == 0 and arr_ids.shape[0] and fcfs_like:
-            res = self._plan_immediate(T, run_cnt, dec_need, freed, arr_ids, arr_t)
+        # closed loop: finishing steps whose release lands inside the window (a heap), how many
+        # requests are still to send, how many the window sent
+        fins = sorted(fin0[(fin0 >= 0) & (fin0 < T - 1)].tolist()) if closed else []
+        to_send = self.n - self.unsent if closed else 0
+        sent = 0
+        if self.waiting.shape[0] == 0 and arr_ids.shape[0] and fcfs_like and not closed:
+            res = self._plan_immediate(T, running, arr_ids, arr_t)
             if res is not None:
                 stop, adm_ids, adm_t, busy, all_in = res
                 everyone = all_in and ptr + arr_ids.shape[0] == self.n
@@ -204,7 +245,7 @@ class WindowMixin:
         free_start[0] = self.free
         np.cumsum(freed - dec_need, out=free_start[1:])
         free_start[1:] += self.free
-        busy = run_cnt.copy()
+        busy = run_cnt + ling  # len(running): async keeps a finished request one more step
         left = B - run_cnt
         avail = free_start[:T] - dec_need
         stair = np.arange(T, dtype=np.int64) // bs + 1  # blocks a decoder adds, per bs steps
@@ -234,6 +275,18 @@ class WindowMixin:
                 queue = self.policy.enqueue(queue, arr_ids[ai:aj])
                 ai = aj
             t_next_arr = int(arr_t[ai]) if ai < n_arr else T
+            if closed:
+                # a later admission finishes after t_prev: releases landing by t_prev are final
+                k = 0
+                while k < len(fins) and sent + k < to_send and fins[k] + 1 <= t_prev:
+                    k += 1
+                if k:
+                    first = self.unsent + sent
+                    queue = self.policy.enqueue(queue, np.arange(first, first + k))
+                    sent += k
+                    del fins[:k]
+                if fins and sent < to_send:
+                    t_next_arr = min(t_next_arr, fins[0] + 1)
             if t_prev >= limit:
                 break
             if queue.shape[0] == 0:
@@ -289,13 +342,20 @@ class WindowMixin:
                 t0 = t_h + 1 + (-nt) % bs
                 if t0 <= fin:
                     avail[t0 : fin + 1] -= stair[: fin + 1 - t0]
+            if closed and t_h + rem < T:
+                bisect.insort(fins, t_h + rem - 1)  # its release lands in step t_h + rem
+            gone = t_h + rem  # async: the step in which it is skipped, still holding its blocks
+            if self.lag and gone < T:
+                busy[gone] += 1
+                avail[gone] -= -(-(nt + rem - 1) // bs)
+                fin = gone
             # avail only fell on [t_h, fin], and nothing before limit was short: look there
             hi = min(limit, fin + 1)
             if t_h + 1 < hi:
                 limit = min(limit, first_bad(t_h + 1, hi))
             t_prev = t_h
 
-        everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr == self.n
+        everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr + sent == self.n
         return self._plan_end(limit, adm_ids, adm_t, busy, fin0, final0, everyone)
 
     def _plan_end(self, stop, adm_ids, adm_t, busy, fin0, final0, everyone):
@@ -310,19 +370,20 @@ class WindowMixin:
                     self.mml - self.num_tokens[h_arr],
                 )
                 fins.append(int((t_arr + rem_h - 1).max()))
-            stop = min(stop, max(fins) + 1)
+            stop = min(stop, max(fins) + 1 + self.lag)  # async: one output later (g1)
         if self.timed and stop > 0:
             idle = busy[:stop] == 0
             if idle.any():  # a timed engine does not step while idle: it jumps to the arrival
                 stop = int(np.argmax(idle))
         return stop, adm_ids, adm_t, fin0, final0
 
-    def _plan_immediate(self, T, run_cnt, dec_need, freed, J, tj):
+    def _plan_immediate(self, T, running, J, tj):
         """The waiting queue is empty: try the story where every arrival is admitted in its
         arrival step with its whole prompt, checked for all of them at once (vectorized).
         Returns (stop, admitted ids, steps, busy per step, all arrivals admitted) or None."""
         bs = self.bs
         B = self.budget_max
+        _, _, run_cnt, dec_need, freed, ling = running
         pj = self.num_tokens[J]
         remj = np.minimum(self.max_out[J] - self.num_output[J], self.mml - pj)
         finj = tj + remj - 1
@@ -335,10 +396,13 @@ class WindowMixin:
         cnt_j = np.cumsum(np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1))[:T]
         run_tot = run_cnt + cnt_j
         dec_tot = dec_need + _boundary_counts(a, b, pj[dec], bs, T)
-        inw = finj < T
+        outj = finj + self.lag  # the step in which it is freed (and leaves `running`)
+        inw = outj < T
         freed_tot = freed + np.bincount(
-            finj[inw], weights=cdiv(pj[inw] + finj[inw] - tj[inw], bs), minlength=T
+            outj[inw], weights=cdiv(pj[inw] + finj[inw] - tj[inw], bs), minlength=T
         )[:T].astype(np.int64)
+        if self.lag:
+            ling = ling + np.bincount(outj[inw], minlength=T)[:T]
         adm_cnt = np.bincount(tj, minlength=T)[:T]
         adm_blk = np.bincount(tj, weights=blkj, minlength=T)[:T].astype(np.int64)
         delta = freed_tot - dec_tot - adm_blk
@@ -352,7 +416,7 @@ class WindowMixin:
         cb = np.cumsum(blkj)
         tok_incl = cp - np.where(first > 0, cp[first - 1], 0)
         blk_excl = cb - np.where(first > 0, cb[first - 1], 0) - blkj
-        rc = run_tot[tj]
+        rc = run_tot[tj] + ling[tj]  # len(running) when the step's admissions start
         wm = np.where(rc + m > 0, self.wm_blocks, 0)
         jbad = (rc + m >= self.max_seqs) | (tok_incl > B - rc)
         jbad |= blkj + wm > avail[tj] - blk_excl
@@ -372,7 +436,7 @@ class WindowMixin:
         adm_tok = np.bincount(tj, weights=pj, minlength=T)[:T].astype(np.int64)
         adm_attn = np.bincount(tj, weights=pj * (pj + 1) // 2, minlength=T)[:T].astype(np.int64)
         self._plan_shapes = (run_tot, kv_j, adm_cnt, adm_tok, adm_attn)
-        return stop, J[keep], tj[keep], run_tot + adm_cnt, bool(keep.all())
+        return stop, J[keep], tj[keep], run_tot + adm_cnt + ling, bool(keep.all())
 
     def _step_shapes(self, m, run_cnt_r, kv_r, adm_ids, adm_t) -> tuple[np.ndarray, ...]:
         """(tokens, seqs, kv_read, attn) of the first m steps of a plan, what the cost model
@@ -432,8 +496,11 @@ class WindowMixin:
         adm_blk = np.bincount(tj, weights=cdiv(ntj, bs), minlength=m)[:m].astype(np.int64)
         adm_attn = np.bincount(tj, weights=ntj * (ntj + 1) // 2, minlength=m)[:m]
         dec_need = _boundary_counts(a[dec], fin[dec], base[dec], bs, m)
-        inw = fin < m
-        freed = np.bincount(fin[inw], weights=final[inw], minlength=m)[:m].astype(np.int64)
+        out = fin + self.lag  # the step whose output processing frees it (async: one later)
+        inw = out < m
+        freed = np.bincount(out[inw], weights=final[inw], minlength=m)[:m].astype(np.int64)
+        num_fin = np.bincount(out[inw], minlength=m)[:m]
+        ling = num_fin if self.lag else 0  # finished but still in `running` (async)
         free_after_sched = (
             self.free - np.cumsum(dec_need + adm_blk) + np.concatenate(([0], np.cumsum(freed)[:-1]))
         )
@@ -448,10 +515,11 @@ class WindowMixin:
             "fin": fin,
             "tokens": run_cnt + adm_tok,
             "seqs": run_cnt + adm_cnt,
+            "num_running": run_cnt + adm_cnt + ling,
             "kv_read": kv_read,
             "attn": kv_read + run_cnt + adm_attn.astype(np.int64),
             "adm_cnt": adm_cnt,
-            "num_fin": np.bincount(fin[inw], minlength=m)[:m],
+            "num_fin": num_fin,
             "kv_used_sched": kv_used_sched,
             "kv_used": kv_used_sched - freed,
         }
@@ -474,27 +542,35 @@ class WindowMixin:
         if steps.shape[0]:
             self.tok_req.append(ids[who])
             self.tok_step.append(k0 + steps)
-        # ---- state
+        # ---- state (async: the output of step m - 1 is still in flight, a placeholder each)
+        lag = self.lag
         adv = np.minimum(fin0 + 1, m)
+        in_flight = (fin0 >= m - 1).astype(np.int64) if lag else 0
+        got = adv + self.ph[R] - in_flight if lag else adv  # outputs processed in the window
         self.computed[R] = comp0 + adv
-        self.num_output[R] += adv
-        self.num_tokens[R] += adv
+        self.num_output[R] += got
+        self.num_tokens[R] += got
         self.blocks[R] = cdiv(comp0 + adv, bs)
+        if lag:
+            self.ph[R] = in_flight
         ft = self.first_token[R]
-        self.first_token[R] = np.where(ft == 0, k0, ft)
+        self.first_token[R] = np.where((ft == 0) & (adv > 0), k0, ft)
         resumed = self.num_preemptions[J] > 0
         if nJ:
             advj = np.minimum(finj, m - 1) - tj  # decode steps done after admission
+            in_flight_j = (finj >= m - 1).astype(np.int64) if lag else 0
             self.status[J] = 2
             fs_j = self.first_sched[J]
             self.first_sched[J] = np.where(fs_j == 0, k0 + tj, fs_j)
             ft = self.first_token[J]
             self.first_token[J] = np.where(ft == 0, k0 + tj, ft)
             self.computed[J] = ntj + advj
-            self.num_output[J] += advj + 1
-            self.num_tokens[J] = ntj + advj + 1
+            self.num_output[J] += advj + 1 - in_flight_j
+            self.num_tokens[J] = ntj + advj + 1 - in_flight_j
             self.blocks[J] = cdiv(ntj + advj, bs)
-        done = fin < m
+            if lag:
+                self.ph[J] = in_flight_j
+        done = fin + lag < m
         fin_ids = ids[done]
         if fin_ids.shape[0]:
             self.status[fin_ids] = 3
@@ -508,6 +584,8 @@ class WindowMixin:
             self.status[new[self.status[new] == 0]] = 1
             self.arrival_ptr += n_arrived
         self.running = ids[~done]
+        if lag:
+            self.pending = ids[(s <= m - 1) & (fin >= m - 1)]
         self.free = self.usable - int(kv_used[-1])
         block = np.stack(
             (
@@ -515,7 +593,7 @@ class WindowMixin:
                 seqs,
                 arrays["kv_read"],
                 arrays["attn"],
-                seqs,
+                arrays["num_running"],
                 waiting,
                 kv_used,
                 np.zeros(m, dtype=np.int64),
@@ -566,6 +644,7 @@ class WindowMixin:
         res = np.zeros(ids.shape[0], dtype=bool)
         res[n0:] = resumed
         q = queue
+        lag = self.lag  # async: a request is freed, and leaves `running`, one step later
         for t in range(m):
             arrived = arr_ids[arr_t == t]
             if arrived.shape[0]:
@@ -574,20 +653,20 @@ class WindowMixin:
             if joining.any():
                 q = q[~np.isin(q, ids[joining])]
             active = (s <= t) & (fin >= t)
-            running = ids[active]
+            scheduled = ids[active]
             toks = np.where(joining[active], ntok[active], 1)
             self.detail.append(
                 StepDetail(
                     step=k0 + t,
                     arrived=arrived,
-                    scheduled_req=running,
+                    scheduled_req=scheduled,
                     scheduled_tokens=toks,
                     new=ids[joining & ~res],
                     resumed=ids[joining & res],
                     preempted=_EMPTY,
-                    sampled=running,
-                    finished=ids[active & (fin == t)],
-                    running=running,
+                    sampled=scheduled,
+                    finished=ids[fin + lag == t],
+                    running=ids[(s <= t) & (fin >= t - lag)],
                     waiting=q,
                     kv_blocks_used_after_schedule=int(used_s[t]),
                     kv_blocks_used=int(used[t]),

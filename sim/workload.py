@@ -22,8 +22,11 @@ from sim.errors import SimInputError
 class Workload:
     """Requests as arrays of equal length n, in list order (the order vLLM receives them).
 
-    Exactly one of `arrival_s` (timed runs, seconds) and `arrival_step` (step replays, 1-based
-    step numbers) is set. `priority` follows vLLM: a lower value is more important.
+    Exactly one of `arrival_s` (timed runs, seconds), `arrival_step` (step replays, 1-based
+    step numbers) and `concurrency` is set. `concurrency` = C is a closed loop (as `vllm bench
+    serve --max-concurrency C` runs): the first C requests arrive at 0 s and each finish sends
+    the next request in list order at that moment, so the arrival times exist only once a timed
+    run has happened (`Run.arrival_s`). `priority` follows vLLM: a lower value is more important.
     `prefix_id` = -1 means no shared prefix; requests with the same id share their first
     `prefix_tokens` prompt tokens (a system prompt), which prefix caching can reuse.
     """
@@ -37,6 +40,7 @@ class Workload:
     prefix_id: np.ndarray
     prefix_tokens: np.ndarray
     request_ids: tuple[str, ...]
+    concurrency: int | None = None
 
     @property
     def num_requests(self) -> int:
@@ -55,13 +59,24 @@ class Workload:
         prefix_id: ArrayLike | None = None,
         prefix_tokens: ArrayLike | None = None,
         request_ids: Sequence[str] | None = None,
+        concurrency: int | None = None,
     ) -> Workload:
         """Validate and fill defaults (priority 0, tenant 0, no prefix, ids "0".."n-1")."""
         prompt = np.asarray(prompt_tokens, dtype=np.int64).reshape(-1)
         output = np.asarray(output_tokens, dtype=np.int64).reshape(-1)
         n = prompt.shape[0]
-        if (arrival_s is None) == (arrival_step is None):
-            raise SimInputError("give exactly one of arrival_s (seconds) or arrival_step (steps)")
+        given = sum(x is not None for x in (arrival_s, arrival_step, concurrency))
+        if given != 1:
+            raise SimInputError(
+                "give exactly one of arrival_s (seconds), arrival_step (steps) or concurrency "
+                "(a closed loop of clients)"
+            )
+        if concurrency is not None:
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int | np.integer):
+                raise SimInputError(f"concurrency must be a whole number, got {concurrency!r}")
+            if concurrency < 1:
+                raise SimInputError(f"concurrency={concurrency} must be at least 1 client")
+            concurrency = int(concurrency)
 
         def column(values, default, dtype, name):
             if values is None:
@@ -95,4 +110,4 @@ class Workload:
             raise SimInputError("arrival steps are 1-based")
         if n and (ptok.min() < 0 or np.any(ptok > prompt)):
             raise SimInputError("prefix_tokens must be between 0 and the prompt length")
-        return cls(prompt, out, arr_s, arr_step, prio, ten, pid, ptok, ids)
+        return cls(prompt, out, arr_s, arr_step, prio, ten, pid, ptok, ids, concurrency)

@@ -9,7 +9,13 @@ workloads (tests/test_differential.py), and this one against vLLM's own recordin
 
 Entry point: `replay(scenario) -> {"steps": [...], "per_request": {...}}`, scenario and result in
 the schema of tests/data/README.md. A configuration vLLM refuses raises `ConfigRejected` with
-vLLM's message; async scheduling raises `AsyncSchedulingNotModelled`.
+vLLM's message.
+
+`async_scheduling=True` is vLLM's `AsyncScheduler` (SCHEDULER.md g), read as literally as the
+rest: each request carries `num_output_placeholders`; step k is scheduled, then the output of
+step k-1 is handed to `update_from_output` (the list of requests that sampled in it, kept from
+its schedule); its finishes and KV blocks are written into step k-1's record; after the loop the
+last output is processed once more.
 
 Choices made where SCHEDULER.md is silent (vLLM's behaviour, as far as it is known):
 
@@ -24,6 +30,11 @@ Choices made where SCHEDULER.md is silent (vLLM's behaviour, as far as it is kno
 - `finished_req_ids` and `sampled_req_ids` are in scheduling order (running loop, then admissions).
 - A run stops after `settings["max_steps"]` steps if given (the recording harness's safety cap);
   requests never scheduled keep `None` in their per-request record.
+- Async: a preempted request whose stale in-flight output carries its last token finishes there
+  and leaves the waiting queue (vLLM's `stopped_preempted_reqs` in `update_from_output`). With
+  prefix caching, a request's blocks are hashed at schedule time up to its known tokens (vLLM
+  caps `cache_blocks` at `request.num_tokens`, which leaves out placeholders) and, when its
+  output is processed while it runs, up to `num_computed_tokens - num_output_placeholders`.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AsyncSchedulingNotModelled", "ConfigRejected", "replay"]
+__all__ = ["ConfigRejected", "replay"]
 
 WAITING = "WAITING"
 RUNNING = "RUNNING"
@@ -43,10 +54,6 @@ FINISHED = "FINISHED"
 
 class ConfigRejected(ValueError):
     """The configuration or workload is one vLLM refuses; the message is vLLM's where it has one."""
-
-
-class AsyncSchedulingNotModelled(NotImplementedError):
-    """The reference models only the synchronous scheduler (SCHEDULER.md a8 is out of its scope)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -82,6 +89,7 @@ class Settings:
     long_prefill_token_threshold: int
     watermark: float
     scheduler_reserve_full_isl: bool
+    async_scheduling: bool
     max_steps: int | None
 
 
@@ -95,10 +103,6 @@ def parse_settings(raw: dict[str, Any]) -> Settings:
     if missing:
         raise ConfigRejected(f"settings lack {', '.join(missing)}")
     values = {**DEFAULTS, **{k: v for k, v in raw.items() if k in DEFAULTS or k in REQUIRED}}
-    if values["async_scheduling"]:
-        raise AsyncSchedulingNotModelled(
-            "the reference scheduler models only synchronous scheduling (async_scheduling=False)"
-        )
     for key in REQUIRED + ("block_size",):
         if not isinstance(values[key], int) or values[key] < 1:
             raise ConfigRejected(f"{key} must be a positive integer, got {values[key]!r}")
@@ -135,6 +139,7 @@ def parse_settings(raw: dict[str, Any]) -> Settings:
         long_prefill_token_threshold=int(values["long_prefill_token_threshold"]),
         watermark=float(values["watermark"]),
         scheduler_reserve_full_isl=bool(values["scheduler_reserve_full_isl"]),
+        async_scheduling=bool(values["async_scheduling"]),
         max_steps=values["max_steps"],
     )
 
@@ -158,6 +163,7 @@ class Request:
     prefix_tokens: int
     num_computed_tokens: int = 0
     num_output_tokens: int = 0
+    num_output_placeholders: int = 0
     status: str = WAITING
     blocks: list[Block] = field(default_factory=list)
     num_cached_blocks: int = 0
@@ -321,6 +327,9 @@ class FcfsQueue:
     def ordered(self) -> list[Request]:
         return list(self.q)
 
+    def remove(self, req: Request) -> None:
+        self.q.remove(req)
+
     def __len__(self) -> int:
         return len(self.q)
 
@@ -344,6 +353,10 @@ class PriorityQueue:
 
     def ordered(self) -> list[Request]:
         return [req for _, req in sorted(self.heap, key=lambda item: item[0])]
+
+    def remove(self, req: Request) -> None:
+        self.heap = [item for item in self.heap if item[1] is not req]
+        heapq.heapify(self.heap)
 
     def __len__(self) -> int:
         return len(self.heap)
@@ -445,6 +458,7 @@ class Scheduler:
         self.free_request(req)
         req.status = PREEMPTED
         req.num_computed_tokens = 0
+        req.num_output_placeholders = 0  # async: an output still in flight for it is stale
         req.num_preemptions += 1
         self.waiting.prepend(req)
 
@@ -461,7 +475,14 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             req = self.running[i]
-            n = req.num_tokens - req.num_computed_tokens
+            if (
+                req.num_output_placeholders > 0
+                and req.num_computed_tokens + 2 - req.num_output_placeholders
+                >= req.prompt_len + req.max_tokens
+            ):
+                i += 1  # async: the step in flight already produces its last token
+                continue
+            n = req.num_tokens + req.num_output_placeholders - req.num_computed_tokens
             n = self.cap(n, threshold_on)
             n = min(n, budget)
             n = min(n, self.s.max_model_len - req.num_computed_tokens - 1)
@@ -516,11 +537,17 @@ class Scheduler:
                 scheduled[req] = n
                 budget -= n
 
-        # _update_after_schedule (a5)
+        # _update_after_schedule (a5); async: a request that will sample gets a placeholder
+        sampled: list[Request] = []
         for req, n in scheduled.items():
             req.num_computed_tokens += n
+            if req.num_computed_tokens >= req.num_tokens + req.num_output_placeholders:
+                sampled.append(req)
+                if self.s.async_scheduling:
+                    req.num_output_placeholders += 1
         return {
             "scheduled": scheduled,
+            "sampled": sampled,
             "preempted": preempted,
             "new": new,
             "resumed": resumed,
@@ -528,26 +555,41 @@ class Scheduler:
 
     # ---- update_from_output() ----------------------------------------------------------------
 
-    def update_from_output(
-        self, step: int, scheduled: dict[Request, int]
-    ) -> tuple[list[Request], list[Request]]:
-        """Append sampled tokens, stop finished requests and free their blocks now (a6)."""
-        sampled: list[Request] = []
+    def update_from_output(self, step: int, sampled: list[Request]) -> list[Request]:
+        """The output of `step`: append each sampled token, stop finished requests and free
+        their blocks (a6). Async (g2, g6): a running request gives back a placeholder and
+        hashes its newly full blocks; a preempted one (stale output) keeps its reset counters,
+        and if the token was its last it finishes from the waiting queue."""
         finished: list[Request] = []
-        for req in scheduled:
-            if req.num_computed_tokens < req.num_tokens:
-                continue  # a partial (re)prefill chunk produces no token
+        for req in sampled:
+            was_running = req.status == RUNNING
             req.num_output_tokens += 1
-            sampled.append(req)
             if req.first_token_step is None:
                 req.first_token_step = step
+            if self.s.async_scheduling and was_running:
+                req.num_output_placeholders -= 1
+                if self.s.enable_prefix_caching:
+                    self.cache_full_blocks(
+                        req, req.num_computed_tokens - req.num_output_placeholders
+                    )
             if req.num_output_tokens >= req.max_tokens or req.num_tokens >= self.s.max_model_len:
                 req.status = FINISHED
                 req.finish_step = step
-                self.running.remove(req)
+                if was_running:
+                    self.running.remove(req)
+                else:
+                    self.waiting.remove(req)
                 self.free_request(req)
                 finished.append(req)
-        return sampled, finished
+        return finished
+
+    def cache_full_blocks(self, req: Request, num_tokens: int) -> None:
+        """Hash the request's blocks that `num_tokens` tokens fill (those not hashed yet)."""
+        bs = self.s.block_size
+        upto = num_tokens // bs
+        for j in range(req.num_cached_blocks, upto):
+            self.pool.cache(req.blocks[j], req.block_identity(j, bs))
+        req.num_cached_blocks = max(req.num_cached_blocks, upto)
 
 
 def _ids(reqs: list[Request]) -> list[str]:
@@ -570,6 +612,13 @@ def replay(scenario: dict[str, Any]) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     unfinished = len(requests)
     step = 0
+    in_flight: list[Request] = []  # async: the requests that sampled in the previous step
+
+    def after_output(record: dict[str, Any], finished: list[Request]) -> None:
+        record["finished_req_ids"] = _ids(finished)
+        record["kv_blocks_free"] = sched.pool.num_free
+        record["kv_blocks_used"] = sched.pool.usable - sched.pool.num_free
+
     while unfinished > 0:
         step += 1
         if settings.max_steps is not None and step > settings.max_steps:
@@ -581,30 +630,40 @@ def replay(scenario: dict[str, Any]) -> dict[str, Any]:
         kv_free_sched = sched.pool.num_free
         running_after = _ids(sched.running)
         waiting_after = _ids(sched.waiting.ordered())
-        sampled, finished = sched.update_from_output(step, out["scheduled"])
-        unfinished -= len(finished)
         counts = {r.request_id: n for r, n in out["scheduled"].items()}
-        steps.append(
-            {
-                "step": step,
-                "arrived": _ids(arrived),
-                "num_scheduled_tokens": counts,
-                "total_scheduled_tokens": sum(counts.values()),
-                "new_req_ids": _ids(out["new"]),
-                "resumed_req_ids": _ids(out["resumed"]),
-                "preempted_req_ids": _ids(out["preempted"]),
-                "sampled_req_ids": _ids(sampled),
-                "finished_req_ids": _ids(finished),
-                "running_after_schedule": running_after,
-                "waiting_after_schedule": waiting_after,
-                "num_running": len(running_after),
-                "num_waiting": len(waiting_after),
-                "kv_blocks_free_after_schedule": kv_free_sched,
-                "kv_blocks_used_after_schedule": sched.pool.usable - kv_free_sched,
-                "kv_blocks_free": sched.pool.num_free,
-                "kv_blocks_used": sched.pool.usable - sched.pool.num_free,
-            }
-        )
+        record = {
+            "step": step,
+            "arrived": _ids(arrived),
+            "num_scheduled_tokens": counts,
+            "total_scheduled_tokens": sum(counts.values()),
+            "new_req_ids": _ids(out["new"]),
+            "resumed_req_ids": _ids(out["resumed"]),
+            "preempted_req_ids": _ids(out["preempted"]),
+            "sampled_req_ids": _ids(out["sampled"]),
+            "finished_req_ids": [],
+            "running_after_schedule": running_after,
+            "waiting_after_schedule": waiting_after,
+            "num_running": len(running_after),
+            "num_waiting": len(waiting_after),
+            "kv_blocks_free_after_schedule": kv_free_sched,
+            "kv_blocks_used_after_schedule": sched.pool.usable - kv_free_sched,
+        }
+        steps.append(record)
+        if settings.async_scheduling:
+            # the previous step's output arrives now, after this step was scheduled (g1)
+            if steps[:-1]:
+                finished = sched.update_from_output(step - 1, in_flight)
+                after_output(steps[-2], finished)
+                unfinished -= len(finished)
+            in_flight = out["sampled"]
+            after_output(record, [])  # until its own output is processed
+        else:
+            finished = sched.update_from_output(step, out["sampled"])
+            after_output(record, finished)
+            unfinished -= len(finished)
+    if settings.async_scheduling and steps:
+        # the loop is over: the last step's output is processed once more, no schedule()
+        after_output(steps[-1], sched.update_from_output(steps[-1]["step"], in_flight))
     per_request = {
         r.request_id: {
             "first_scheduled_step": r.first_scheduled_step,

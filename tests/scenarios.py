@@ -126,8 +126,9 @@ def scenarios(
     prefix_caching: bool | None = None,
     policy: str | None = None,
     max_requests: int = 40,
+    async_scheduling: bool = False,
 ) -> dict[str, Any]:
-    """A random valid scenario that always finishes.
+    """A random valid scenario that always finishes (`async_scheduling`: vLLM's AsyncScheduler).
 
     Budgets from tiny to ample, pools from a few blocks (many preemptions) to plenty, chunked
     prefill on or off, fcfs or priority, threshold, watermark, full-sequence reservation on or
@@ -169,6 +170,7 @@ def scenarios(
         ),
         watermark=draw(st.sampled_from([0.0, 0.0, 0.0, 0.01, 0.05, 0.1])),
         scheduler_reserve_full_isl=draw(st.sampled_from([True, True, True, False])),
+        async_scheduling=async_scheduling,
     )
     n = draw(st.one_of(st.integers(1, max_requests), st.integers(max_requests // 2, max_requests)))
     # Per-request values come from a drawn seed: hypothesis still shrinks n and the settings,

@@ -58,12 +58,26 @@ def test_rejected_configuration_exits_2_with_vllms_reason():
     )
 
 
+def test_replay_of_an_async_recording():
+    recording = json.loads((DATA / "preempt_fcfs_async.json").read_text())
+    assert recording["settings"]["async_scheduling"] is True
+    proc = _sim("replay", str(DATA / "preempt_fcfs_async.json"))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["steps"] == recording["steps"]
+    assert out["per_request"] == recording["per_request"]
+
+
 def test_unmodelled_setting_and_bad_files_exit_2(tmp_path):
     scenario = json.loads((DATA / "fig82.json").read_text())
-    scenario["settings"]["async_scheduling"] = True
-    path = tmp_path / "async.json"
+    scenario["settings"]["num_speculative_tokens"] = 3
+    path = tmp_path / "spec.json"
     path.write_text(json.dumps(scenario))
-    _assert_one_line_error(_sim("replay", str(path)), "async_scheduling")
+    _assert_one_line_error(_sim("replay", str(path)), "num_speculative_tokens")
+    scenario["settings"] = dict(scenario["settings"], num_speculative_tokens=0)
+    scenario["settings"]["async_scheduling"] = "on"
+    path.write_text(json.dumps(scenario))
+    _assert_one_line_error(_sim("replay", str(path)), "async_scheduling must be true or false")
     _assert_one_line_error(_sim("replay", str(tmp_path / "missing.json")), "no such file")
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
@@ -95,6 +109,21 @@ def test_simulate_prints_metrics(tmp_path):
     assert out["num_finished"] == out["num_requests"] == 40
     assert out["num_output_tokens"] == sum(20 + i for i in range(40))
     assert out["timed"] and out["ttft_ms"]["p50"] > 0 and out["num_good"] <= 40
+
+
+def test_simulate_with_async_scheduling():
+    """--async-scheduling: the same requests all finish with their tokens; a finish is seen one
+    output later, so the run has its extra step (and the JSON keeps its keys)."""
+    args = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B"]
+    args += ["--workload", "poisson:rate=20,n=60,prompt=uniform:64:512,output=uniform:8:64"]
+    sync = _sim("simulate", *args)
+    asyn = _sim("simulate", *args, "--async-scheduling")
+    assert sync.returncode == 0 and asyn.returncode == 0, sync.stderr + asyn.stderr
+    a, b = json.loads(asyn.stdout), json.loads(sync.stdout)
+    assert set(a) == set(b)
+    assert a["num_finished"] == b["num_finished"] == 60
+    assert a["num_output_tokens"] == b["num_output_tokens"]
+    assert a["num_steps"] > b["num_steps"]
 
 
 @pytest.mark.parametrize(

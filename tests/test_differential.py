@@ -2,8 +2,10 @@
 
 Why: the two were written independently from SCHEDULER.md; on thousands of random workloads
 (hypothesis, derandomized so CI is deterministic) they must produce identical steps and
-per-request records, field by field. A disagreement is reported as the first differing step and
-field, with the scenario hypothesis shrank it to. The reference itself is held to vLLM's
+per-request records, field by field, with the synchronous scheduler and with async scheduling
+(SCHEDULER.md g: placeholders, late finishes and frees, stale outputs of preempted requests).
+A disagreement is reported as the first differing step and field, with the scenario hypothesis
+shrank it to. The reference itself is held to vLLM's
 recordings in test_reference_oracle.py. Until `sim.replay` exists, these tests are skipped with
 that reason.
 """
@@ -21,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from tests import reference_scheduler as ref
 from tests.scenarios import first_difference, invalid_configs, random_trace, scenarios
 
-# 250 scenarios per property keeps this file near a minute on a shared 2-core machine;
+# 250 scenarios per property (six properties, sync and async) keeps this file near three minutes
+# on a shared 2-core machine;
 # STEPWISE_DIFF_EXAMPLES=3000 (say) runs a deeper, still deterministic, search.
 EXAMPLES = int(os.environ.get("STEPWISE_DIFF_EXAMPLES", "250"))
 
@@ -79,6 +82,30 @@ def test_prefix_caching_random_scenarios(engine: ModuleType, scenario: dict[str,
     assert_same(engine, scenario)
 
 
+@HYPOTHESIS
+@given(scenario=scenarios(prefix_caching=False, policy="fcfs", async_scheduling=True))
+def test_async_fcfs_random_scenarios(engine: ModuleType, scenario: dict[str, Any]) -> None:
+    """Async, FCFS: a finishing request holds its blocks and its place in `running` one step
+    longer, and may be the preemption victim while its last token is in flight."""
+    assert_same(engine, scenario)
+
+
+@HYPOTHESIS
+@given(scenario=scenarios(prefix_caching=False, policy="priority", async_scheduling=True))
+def test_async_priority_random_scenarios(engine: ModuleType, scenario: dict[str, Any]) -> None:
+    """Async with the priority policy: victims chosen among requests with outputs in flight."""
+    assert_same(engine, scenario)
+
+
+@HYPOTHESIS
+@given(scenario=scenarios(prefix_caching=True, async_scheduling=True))
+def test_async_prefix_caching_random_scenarios(
+    engine: ModuleType, scenario: dict[str, Any]
+) -> None:
+    """Async with prefix caching: blocks hashed up to the known tokens, later than in sync."""
+    assert_same(engine, scenario)
+
+
 @settings(HYPOTHESIS, max_examples=max(50, EXAMPLES // 2))
 @given(scenario=invalid_configs())
 def test_invalid_configs_rejected_identically(engine: ModuleType, scenario: dict[str, Any]) -> None:
@@ -108,6 +135,10 @@ def test_prompt_of_max_model_len_rejected_by_both(engine: ModuleType) -> None:
         (3, "fcfs", True, {"max_num_batched_tokens": 4096, "max_num_seqs": 64}, True),
         # bound by max_num_seqs (16 sequences never fill the pool), with a threshold
         (4, "priority", False, {"max_num_seqs": 16, "long_prefill_token_threshold": 256}, False),
+        # the same kinds under async scheduling
+        (5, "fcfs", False, {"max_num_batched_tokens": 8192, "async_scheduling": True}, True),
+        (6, "priority", True, {"max_num_seqs": 64, "async_scheduling": True}, True),
+        (7, "fcfs", False, {"max_num_seqs": 16, "async_scheduling": True}, False),
     ],
 )
 def test_thousand_request_traces(
@@ -118,7 +149,8 @@ def test_thousand_request_traces(
     overrides: dict[str, Any],
     preempts: bool,
 ) -> None:
-    """Seeded 1,000-request traces: three on a pool that forces preemptions, one seq-bound."""
+    """Seeded 1,000-request traces: on a pool that forces preemptions, or seq-bound; sync and
+    async."""
     scenario = random_trace(
         seed, n=1000, policy=policy, prefix_caching=caching, num_gpu_blocks=1500, **overrides
     )

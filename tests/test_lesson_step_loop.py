@@ -88,8 +88,8 @@ def test_seed_numbers(default):
     r = default
     assert (r.num_steps, r.preemptions, r.first_preempt_step, r.victim) == (58, 1, 6, "R4")
     assert (r.budget, r.max_num_seqs, r.usable, r.pool_tokens) == (2048, 256, 239, 3824)
-    assert round(r.total_ms) == 3968 and r.max_step == 3
-    assert round(r.max_ms, 1) == 361.0 and round(r.min_ms, 1) == 57.2
+    assert round(r.total_ms) == 4383 and r.max_step == 3
+    assert round(r.max_ms, 1) == 338.7 and round(r.min_ms, 1) == 66.3
     assert r.real_pool == 1970 and r.fits and not r.limits_refused
     assert (r.requests, r.last_arrival, r.long_name, r.long_prompt) == (5, 8, "R3", 2500)
     assert r.frames == r.num_steps and not r.sampled

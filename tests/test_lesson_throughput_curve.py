@@ -94,23 +94,23 @@ def _own_limits(at, budget: int | None = None, seqs: int | None = None):
 def test_opens_at_the_seed_numbers():
     """H100-SXM, Llama-3.1-8B, 2,048 tokens of context, 20 ms: the numbers the lesson quotes."""
     r = build(Params())
-    assert (r.knee, r.pick, r.kv_cap, r.reach) == (32, 128, 218, 218)
-    assert round(r.knee_total) == 3284
-    assert round(r.one_step_ms, 1) == 6.6 and round(r.one_total) == 150
+    assert (r.knee, r.pick, r.kv_cap, r.reach) == (33, 128, 218, 218)
+    assert round(r.knee_total) == 3460
+    assert round(r.one_step_ms, 1) == 6.5 and round(r.one_total) == 154
     assert round(r.weight_gb, 1) == 15.0 and round(r.kv_per_seq_mb) == 268
     assert round(r.crossover) == 56 and round(r.pool_gib) == 55
-    assert round(r.top_total) == 9091 and round(r.top_per_user, 1) == 8.9
+    assert round(r.top_total) == 9218 and round(r.top_per_user, 1) == 9.0
     assert (r.budget, r.max_num_seqs) == (8192, 1024)  # vLLM's defaults for the H100
     at = run_page(PAGE)
     assert _metrics(at) == {
-        "Knee (sequences)": "32",
-        "Total at the knee (tok/s)": "3,284",
+        "Knee (sequences)": "33",
+        "Total at the knee (tok/s)": "3,460",
         "Largest within 20 ms": "128",
         "KV cache holds (seqs)": "218",
         "Runs at most (seqs)": "218",
     }
     text = " ".join(m.value for m in at.markdown)
-    assert "**32 sequences**" in text and "**128 sequences**" in text
+    assert "**33 sequences**" in text and "**128 sequences**" in text
 
 
 def test_both_curves_and_the_knee_by_its_definition_on_the_drawn_data():
@@ -230,7 +230,7 @@ def test_a_faster_gpu_lifts_the_curve_and_its_defaults_follow():
     assert not at.exception
     assert h200["total"][-1] > h100["total"][-1]
     assert _as_int(_metric(at, "KV cache holds")) > 218  # more memory, more sequences
-    assert _metric(at, "Total at the knee") != "3,284"
+    assert _metric(at, "Total at the knee") != "3,460"
     at.selectbox(key="w:gpu").set_value("L4").run()
     assert any("2,048" in c.value for c in at.caption)  # vLLM's defaults for the L4
     assert build(Params(gpu="L4")).budget == default_batch_limits("L4")["max_num_batched_tokens"]
@@ -246,7 +246,7 @@ def test_weights_and_tensor_parallelism_follow_sim():
     assert tp2.kv_cap > base.kv_cap  # half the weights and half the KV per GPU
     at = run_page(PAGE)
     at.selectbox(key="w:dtype").set_value("fp8").run()
-    assert _metric(at, "Total at the knee") != "3,284" or _metric(at, "Knee") != "32"
+    assert _metric(at, "Total at the knee") != "3,460" or _metric(at, "Knee") != "33"
     at.selectbox(key="w:tp").set_value(2).run()
     assert _as_int(_metric(at, "KV cache holds")) == build(Params(dtype="fp8", tp=2)).kv_cap
 
@@ -338,7 +338,7 @@ def test_the_animation_opens_at_the_latency_targets_pick_and_follows_it():
     at = run_page(PAGE)
     assert _opening(_anim(at)) == 128  # the star
     at.slider(key="w:tput-itl").set_value(25).run()
-    assert _opening(_anim(at)) == build(Params(itl_target_ms=25)).pick == 178
+    assert _opening(_anim(at)) == build(Params(itl_target_ms=25)).pick == 184
     at.slider(key="w:tput-itl").set_value(5).run()
     assert _opening(_anim(at)) == 1  # nothing meets 5 ms: the closest is one sequence
 

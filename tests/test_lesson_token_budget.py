@@ -114,7 +114,7 @@ def test_the_opening_readout_is_the_recording():
     assert (r.decode_ordinal, r.decode_ordinal_text) == (4, "4th")
     assert r.chunk_list == "2,040, 2,040 and 16"
     assert (r.running_at_arrival, r.left_after_decodes) == (8, 2040)
-    assert round(r.ttft_ms) == 806
+    assert round(r.ttft_ms) == 770
     assert r.runs and not (r.bad_limits or r.no_weights or r.too_long or r.no_room or r.capped)
 
 

@@ -51,6 +51,7 @@ class FakeRun:
     num_preemptions: np.ndarray
     num_output_tokens: np.ndarray
     num_recomputed_tokens: np.ndarray
+    arrival_s: np.ndarray
 
 
 def a(*values):
@@ -84,6 +85,7 @@ TIMED = FakeRun(
     num_preemptions=a(1, 0),
     num_output_tokens=a(3, 3),
     num_recomputed_tokens=a(11, 0),
+    arrival_s=a(0.0, 0.05),
 )
 
 # The same tokens as a step replay: request 0 arrives in step 1, request 1 in step 2.
@@ -93,6 +95,7 @@ STEPS = replace(
     timed=False,
     step_start_s=np.full(4, np.nan),
     step_ms=np.full(4, np.nan),
+    arrival_s=np.full(2, np.nan),
 )
 
 
@@ -146,11 +149,19 @@ def test_percentiles_match_numpy():
     assert got["p90"] == pytest.approx(np.percentile(values, 90))
     assert got["p99"] == pytest.approx(np.percentile(values, 99))
     assert got["max"] == values.max()
+    assert got["mean"] == pytest.approx(values.mean())
     assert percentiles(a(1.0, 2.0, 3.0, 4.0)) == pytest.approx(
-        {"p50": 2.5, "p90": 3.7, "p99": 3.97, "max": 4.0}
+        {"p50": 2.5, "p90": 3.7, "p99": 3.97, "max": 4.0, "mean": 2.5}
     )
-    assert percentiles(a(np.nan, 5.0)) == {"p50": 5.0, "p90": 5.0, "p99": 5.0, "max": 5.0}
-    assert percentiles(np.empty(0)) == {"p50": None, "p90": None, "p99": None, "max": None}
+    assert percentiles(a(np.nan, 5.0)) == {
+        "p50": 5.0,
+        "p90": 5.0,
+        "p99": 5.0,
+        "max": 5.0,
+        "mean": 5.0,
+    }
+    assert percentiles(a(1.0, np.inf, 2.0))["mean"] == 1.5  # finite values only
+    assert percentiles(np.empty(0)) == dict.fromkeys(("p50", "p90", "p99", "max", "mean"))
 
 
 def test_goodput_mask_edge_cases():
@@ -213,6 +224,13 @@ def test_summary_of_a_timed_run():
     for key, q in (("p50", 50), ("p90", 90), ("p99", 99)):
         assert s["itl_ms"][key] == pytest.approx(np.percentile(itl, q))
     assert s["e2e_s"]["max"] == pytest.approx(0.4)
+    # every latency distribution has its mean too (by hand: see TIMED)
+    assert s["ttft_ms"]["mean"] == pytest.approx((100.0 + 150.0) / 2)
+    assert s["itl_ms"]["mean"] == pytest.approx(sum(itl) / 4)
+    assert s["tpot_ms"]["mean"] == pytest.approx((150.0 + 100.0) / 2)
+    assert s["e2e_s"]["mean"] == pytest.approx((0.40 + 0.35) / 2)
+    for key in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_s", "ttft_steps", "itl_steps", "e2e_steps"):
+        assert set(s[key]) == {"p50", "p90", "p99", "max", "mean"}
     assert s["output_tokens_per_s"] == pytest.approx(6 / 0.4)
     assert s["total_tokens_per_s"] == pytest.approx((30 + 6) / 0.4)
     assert s["scheduled_tokens_per_s"] == pytest.approx(34 / 0.4)
@@ -242,6 +260,8 @@ def test_step_replay_counts_in_steps():
     s = summarize(STEPS)
     assert json.loads(json.dumps(s)) == s
     assert s["e2e_steps"]["max"] == 4.0
+    assert s["e2e_steps"]["mean"] == 3.5 and s["ttft_steps"]["mean"] == 1.0
+    assert s["ttft_ms"]["mean"] is None
     assert s["output_tokens_per_step"] == 1.5
     assert s["ttft_ms"]["p50"] is None
     assert s["makespan_s"] is None

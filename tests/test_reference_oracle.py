@@ -26,9 +26,11 @@ REJECTED = [n for n in RECORDINGS if "config_error" in load_recording(n)]
 
 
 def test_all_recordings_are_here() -> None:
-    """The eight recordings the oracle ships, one of them a rejected configuration."""
-    assert len(RECORDINGS) == 8, RECORDINGS
+    """The ten recordings the oracle ships (two of vLLM's AsyncScheduler), one of them a
+    rejected configuration."""
+    assert len(RECORDINGS) == 10, RECORDINGS
     assert REJECTED == ["no_chunk"]
+    assert [n for n in RECORDINGS if n.endswith("_async")] == ["fig82_async", "preempt_fcfs_async"]
 
 
 @pytest.mark.parametrize("name", REPLAYED)

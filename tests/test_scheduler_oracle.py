@@ -3,7 +3,9 @@
 Every step record (tokens per request, preempted, finished, new, resumed, sampled, running and
 waiting order, KV blocks after schedule and after output) and every per-request record must be
 equal; the Run's per-step arrays must agree with the recording too; batching quiet runs must not
-change anything; the configuration vLLM rejects must be rejected with vLLM's reason.
+change anything; the configuration vLLM rejects must be rejected with vLLM's reason. The `*_async`
+recordings (vLLM's AsyncScheduler) go through the same checks with `async_scheduling` on, and
+must not match with it off.
 """
 
 from __future__ import annotations
@@ -103,6 +105,38 @@ def test_budget_below_max_num_seqs_is_rejected_as_vllm_does():
 
 def test_unmodelled_setting_is_refused():
     scenario = _load(DATA / "fig82.json")
-    scenario["settings"] = dict(scenario["settings"], async_scheduling=True)
-    with pytest.raises(SimInputError, match="async_scheduling"):
+    scenario["settings"] = dict(scenario["settings"], num_speculative_tokens=2)
+    with pytest.raises(SimInputError, match="num_speculative_tokens"):
         replay(scenario)
+
+
+ASYNC = [p for p in RUNNABLE if p.stem.endswith("_async")]
+
+
+def test_async_recordings_are_there_with_their_synchronous_twins():
+    assert {p.stem for p in ASYNC} >= {"fig82_async", "preempt_fcfs_async"}
+    for path in ASYNC:
+        assert _load(path)["settings"]["async_scheduling"] is True
+        assert (DATA / f"{path.stem.removesuffix('_async')}.json").exists()
+
+
+@pytest.mark.parametrize("path", ASYNC, ids=lambda p: p.stem)
+def test_async_setting_is_what_differs(path):
+    """An async recording and its synchronous twin share requests and settings but for
+    `async_scheduling`: with the setting off our replay is the twin's run, not the async one
+    (the last finish is seen at least one output earlier)."""
+    scenario = _load(path)
+    twin = _load(DATA / f"{path.stem.removesuffix('_async')}.json")
+    assert twin["requests"] == scenario["requests"]
+    assert dict(twin["settings"], async_scheduling=True) == scenario["settings"]
+    scenario["settings"] = dict(scenario["settings"], async_scheduling=False)
+    out = replay(scenario)
+    assert out["steps"] == twin["steps"] and out["per_request"] == twin["per_request"]
+    assert len(out["steps"]) < _load(path)["num_steps"]
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0.5])
+def test_async_scheduling_must_be_a_boolean(value):
+    settings = dict(_load(DATA / "fig82.json")["settings"], async_scheduling=value)
+    with pytest.raises(SimInputError, match="async_scheduling must be true or false"):
+        config_from_settings(settings)

@@ -7,9 +7,17 @@ max_num_seqs and the pool are never exceeded; every request ends with exactly it
 outputs - 1 + recomputed - prefix hits, per request); batching quiet runs changes nothing; the
 same input gives the same run; in timed runs time never goes backwards and no request is
 scheduled before it arrives.
+
+Every property runs with `async_scheduling` off and on. Async adds its own (SCHEDULER.md g): no
+request is scheduled after the step that produced its last token (g4); a request that finishes
+while running is still in the running list one step later, and the run ends one output after
+the last finish (g1, g5); where memory and max_num_seqs never bind, every step schedules the
+same tokens as the synchronous engine (a8).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +39,7 @@ SETTINGS = settings(
 
 
 @st.composite
-def cases(draw, timed: bool = False):
+def cases(draw, timed: bool = False, async_scheduling: bool = False):
     bs = draw(st.sampled_from([4, 8, 16]))
     n = draw(st.integers(1, 10))
     mml = draw(st.integers(40, 400))
@@ -57,6 +65,7 @@ def cases(draw, timed: bool = False):
         long_prefill_token_threshold=draw(st.sampled_from([0, 0, 7, 33, 100])),
         watermark=draw(st.sampled_from([0.0, 0.0, 0.05, 0.2])),
         scheduler_reserve_full_isl=draw(st.booleans()),
+        async_scheduling=async_scheduling,
     )
     prefix_id = draw(st.lists(st.integers(-1, 1), min_size=n, max_size=n))
     prefix_tokens = [
@@ -115,10 +124,34 @@ def _check_invariants(config: SchedulerConfig, wl: Workload, run) -> None:
             np.add.at(per_req, d.scheduled_req, d.scheduled_tokens)
             assert d.kv_blocks_used_after_schedule <= run.kv_blocks_usable
         np.testing.assert_array_equal(per_req, work)
+    if config.async_scheduling:
+        _check_async(wl, run)
+    else:
+        assert run.num_steps == run.finish_step.max()  # the run ends with the last finish
+
+
+def _check_async(wl: Workload, run) -> None:
+    """SCHEDULER g1, g4, g5 on a finished async run."""
+    assert run.num_steps == run.finish_step.max() + 1  # the last finish is seen one output later
+    assert run.num_scheduled_tokens[-1] == 0
+    if run.detail is None:
+        return
+    last_scheduled = np.zeros(wl.num_requests, dtype=np.int64)
+    for d in run.detail:
+        last_scheduled[d.scheduled_req] = d.step
+        assert np.all(d.step <= run.finish_step[d.scheduled_req])  # no wasted last step (g4)
+    for r in range(wl.num_requests):
+        after = run.detail[run.finish_step[r]]  # the step after its last token's
+        if r in run.detail[run.finish_step[r] - 1].running and r not in after.preempted:
+            assert r in after.running and r not in after.scheduled_req  # freed only now (g5)
+        assert r in run.detail[run.finish_step[r] - 1].finished  # recorded at its last token
+
+
+BOTH = st.sampled_from([False, True])
 
 
 @SETTINGS
-@given(cases())
+@given(BOTH.flatmap(lambda a: cases(async_scheduling=a)))
 def test_step_runs_keep_every_invariant(case):
     config, wl = case
     run = run_steps(config, wl, record_detail=True, max_steps=200_000)
@@ -127,7 +160,7 @@ def test_step_runs_keep_every_invariant(case):
 
 
 @SETTINGS
-@given(cases())
+@given(BOTH.flatmap(lambda a: cases(async_scheduling=a)))
 def test_quiet_run_batching_and_determinism(case):
     config, wl = case
     batched = run_steps(config, wl, record_detail=True, max_steps=200_000)
@@ -147,7 +180,7 @@ def _toy_timer(q, s, kv, attn):
 
 
 @SETTINGS
-@given(cases(timed=True))
+@given(BOTH.flatmap(lambda a: cases(timed=True, async_scheduling=a)))
 def test_timed_runs_move_forward_and_respect_arrivals(case):
     config, wl = case
     run = run_with_timer(config, wl, _toy_timer, max_steps=200_000)
@@ -164,3 +197,29 @@ def test_timed_runs_move_forward_and_respect_arrivals(case):
     np.testing.assert_array_equal(run.num_scheduled_tokens, single.num_scheduled_tokens)
     np.testing.assert_allclose(run.step_start_s, single.step_start_s, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(run.token_req, single.token_req)
+
+
+@SETTINGS
+@given(cases())
+def test_async_schedules_the_same_tokens_where_nothing_binds(case):
+    """With a pool that holds every sequence at once, max_num_seqs above the request count and
+    no threshold (its lone-request exemption counts the running list, which async keeps a
+    finished request in for one step), async changes no step's tokens (SCHEDULER a8)."""
+    config, wl = case
+    roomy = dataclasses.replace(
+        config,
+        num_gpu_blocks=int(cdiv(wl.prompt_tokens + wl.output_tokens, config.block_size).sum()) + 1,
+        max_num_seqs=max(config.max_num_seqs, wl.num_requests),
+        max_num_batched_tokens=max(config.max_num_batched_tokens, wl.num_requests),
+        long_prefill_token_threshold=0,
+        watermark=0.0,
+    )
+    sync = run_steps(roomy, wl, record_detail=True)
+    asyn = run_steps(dataclasses.replace(roomy, async_scheduling=True), wl, record_detail=True)
+    assert asyn.num_steps == sync.num_steps + 1
+    for a, b in zip(asyn.detail, sync.detail, strict=False):
+        assert a.scheduled_req.tolist() == b.scheduled_req.tolist()
+        assert a.scheduled_tokens.tolist() == b.scheduled_tokens.tolist()
+    np.testing.assert_array_equal(asyn.first_token_step, sync.first_token_step)
+    np.testing.assert_array_equal(asyn.finish_step, sync.finish_step)
+    assert asyn.total_preemptions == sync.total_preemptions == 0

@@ -143,7 +143,7 @@ def test_to_spec_round_trip():
     ("spec", "message"),
     [
         ("", "empty workload spec"),
-        ("poison:rate=1,n=3", "must start with poisson:, constant: or burst:"),
+        ("poison:rate=1,n=3", "must start with poisson:, constant:, burst: or concurrency:"),
         ("poisson:n=3", "poisson arrivals need rate=R"),
         ("poisson:rate=-2,n=3", "rate=-2 must be > 0"),
         ("constant:rate=fast,n=3", "rate: 'fast' is not a number"),
