@@ -31,7 +31,7 @@ def lab() -> None:
     page.warn(r, "prompt-clamped", icon=":material/content_cut:")
     page.warn(r, "memory-short", icon=":material/memory:")
     page.metrics(r)
-    page.say(r, "metrics-caption", "lanes")
+    page.say(r, "metrics-caption", "mode", "lanes")
     page.chart(figures.lanes(r), r, "lanes")
     page.say(r, "lanes-thinned", "lanes-merged", "reading-whole", "reading-chunked", "ttft", "why")
     page.say(r, "table", "table-body", "table-caption", "use")

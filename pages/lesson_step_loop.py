@@ -47,7 +47,7 @@ def lab() -> None:
     p = page.controls(
         [
             ["gpu", "model", "dtype", "tp"],
-            ["blocks", "vllm_defaults"],
+            ["blocks", "async_scheduling", "vllm_defaults"],
             ["max_num_batched_tokens", "max_num_seqs"],
         ],
     )
@@ -55,9 +55,9 @@ def lab() -> None:
     page.defaults_note(r)
     page.warn(r, "bad-limits", icon=":material/block:")
     page.warn(r, "no-fit", icon=":material/memory:")
-    page.say(r, "scenario", "pool-note")
+    page.say(r, "scenario", "pool-note", "mode")
     page.metrics(r)
-    page.say(r, "summary", "anim")
+    page.say(r, "summary", "compare", "anim")
     animation = st.container()  # drawn once the stepper has said which step to open at
     page.say(r, "stepper")
     step = by_hand(r.num_steps)

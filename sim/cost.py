@@ -472,6 +472,17 @@ def _by_count(x: np.ndarray, dep: Deployment, part: str, fn, n_out: int = 3):
     return tuple(t[idx] for t in tables[:n_out])
 
 
+def linear_layers_ms(dep: Deployment, tokens: ArrayLike) -> np.ndarray:
+    """Time (ms) of the linear layers of all layers for steps of `tokens` tokens, computed
+    directly (no lookup tables): for a few token counts of many deployments, as a lesson
+    comparing GPUs and models asks."""
+    t = _as_array("tokens", tokens)
+    gpu = dep.gpu_spec
+    flops = peak_tflops(gpu, dep.dtype) * 1e12
+    lin, _, _ = _linear_per_layer(dep, factors_for(gpu), t, gpu.bw_tbps * 1e12, flops)
+    return dep.model_spec.num_layers * lin
+
+
 def _linear_per_layer(dep: Deployment, f: GemmFactors, q: np.ndarray, bw: float, flops: float):
     """(time, read time, GEMM time) per layer of QKV, O, gate/up and down for token counts q."""
     model = dep.model_spec
@@ -577,7 +588,7 @@ def ridge_tokens(dep: Deployment, assumptions: str = "calibrated") -> float:
             if model.is_moe and name in ("gate_up", "down"):
                 e = float(expected_experts(model, t))
                 m = t * model.experts_per_token / e
-            _, tm, tc = gemm_ms(m, n, k, bw_bps=bw, flops=flops, sms=sms, f=f, w_bytes=wb)
+            _, tm, tc = gemm_kernel_ms(m, n, k, bw_bps=bw, flops=flops, sms=sms, f=f, w_bytes=wb)
             mem += e * float(tm)
             comp += e * float(tc)
         return comp - mem

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from lessons.chunked_prefill import exercise, figures
-from lessons.chunked_prefill.lesson import Params, build, simulate
+from lessons.chunked_prefill.lesson import Params, build, run_lane, simulate
 from lessons.chunked_prefill.readout import CHUNK, WHOLE
 from lessons.course import lesson
 from lessons.kit import story
@@ -117,6 +117,34 @@ def test_the_numbers_are_the_runs_own(seed):
     assert seed.whole_step_ms == pytest.approx(seed.whole_ttft_ms, abs=1e-5)
     assert seed.ride_along_ms == pytest.approx(seed.first_step_ms - seed.chunk_alone_ms)
     assert s.users == seed.users
+
+
+def test_the_text_says_both_lanes_run_the_synchronous_scheduler(opening, seed):
+    """Issue 9: the lesson says which mode it shows, and the page shows it."""
+    _, _, lanes, _ = simulate(Params())
+    assert not any(lane.run.config.async_scheduling for lane in lanes.values())
+    told = _flat("mode", seed)
+    assert told.startswith("**Scheduling mode: synchronous**")
+    assert f"the CPU's {OVERHEAD_MS:.0f} ms of work per step included" in told
+    assert told in " ".join(" ".join(m.value for m in opening.markdown).split())
+
+
+@pytest.mark.parametrize(
+    "p", [Params(), Params(gpu="H100-SXM", prompt_tokens=32000, users=128)], ids=["seed", "h100"]
+)
+def test_async_scheduling_would_keep_the_tokens_and_shorten_each_step(p):
+    """What the mode paragraph claims, run: both lanes under vLLM's AsyncScheduler schedule the
+    same tokens in every step (plus a last step that only processes an output), and each step
+    with a pass is OVERHEAD_MS shorter."""
+    s, scenario, lanes, _ = simulate(p)
+    for chunked, name in ((False, "whole"), (True, "chunked")):
+        sync = lanes[name].run
+        asyn = run_lane(chunked, s, scenario, async_scheduling=True).run
+        assert asyn.config.async_scheduling and not sync.config.async_scheduling
+        n = sync.num_steps
+        assert asyn.num_steps == n + 1 and asyn.num_scheduled_tokens[n] == 0
+        assert (asyn.num_scheduled_tokens[:n] == sync.num_scheduled_tokens).all()
+        assert np.allclose(sync.step_ms - asyn.step_ms[:n], OVERHEAD_MS)
 
 
 def test_opens_clean_on_the_seed_numbers(opening, seed):

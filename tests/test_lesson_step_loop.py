@@ -7,7 +7,9 @@ many blocks each request holds). The state the figures draw is derived from the 
 so it is checked here against the scheduler's own counters; the run's clock is sim.timed's, so
 it is checked against a step replay priced by the cost model; and the controls must move the
 picture the way the lesson says (a bigger KV pool means no preemption, a smaller budget more
-steps).
+steps). Async scheduling (the toggle) must reach the scheduler's config, the story of a step must
+follow its order (a finish is seen, and frees its blocks, one step later), and the sentence that
+compares the two modes must quote both runs.
 """
 
 from __future__ import annotations
@@ -36,14 +38,17 @@ from lessons.step_loop.lesson import (
 )
 from lessons.step_loop.readout import StepReadout
 from sim.config import SchedulerConfig
-from sim.cost import Deployment, step_costs
+from sim.cost import OVERHEAD_MS, Deployment, step_costs
 from sim.kv import cdiv
 from sim.scheduler import run_steps
+from sim.timed import run_timed
 from sim.workload import Workload
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 
 PAGE = "pages/lesson_step_loop.py"
 OWN = {"vllm_defaults": False}
+ASYNC = {"async_scheduling": True}
+TEXT = lesson("step_loop").text_path
 
 
 def _anim(at) -> dict:
@@ -148,14 +153,28 @@ PARAMS = [
     Params(**OWN, max_num_batched_tokens=512, max_num_seqs=2, blocks=200),
     Params(gpu="H100-SXM", **OWN, max_num_batched_tokens=8192, max_num_seqs=1024, blocks=900),
     Params(model="Mistral-7B-v0.3", **OWN, max_num_batched_tokens=256, max_num_seqs=3),
+    Params(**ASYNC),
+    Params(**ASYNC, blocks=180),
+    Params(**ASYNC, blocks=600),
+    # one seat: a finished request holds it one step more, so some steps schedule nothing
+    Params(**ASYNC, **OWN, max_num_batched_tokens=512, max_num_seqs=1, blocks=200),
 ]
+
+
+def _reference(p: Params, r) -> object:
+    """run_steps on the lesson's settings, in the mode the Params ask for."""
+    cfg = config(p.blocks, r.budget, r.max_num_seqs, async_scheduling=p.async_scheduling)
+    return run_steps(cfg, workload(), record_detail=True)
 
 
 @pytest.mark.parametrize("p", PARAMS)
 def test_the_timed_run_takes_the_step_replays_decisions_at_the_cost_models_price(p):
-    """sim.timed's run, arrivals placed at their step's start, is run_steps' replay, priced."""
+    """sim.timed's run, arrivals placed at their step's start, is run_steps' replay, priced;
+    under async each step hides the CPU's part (OVERHEAD_MS) behind the GPU, and a step that
+    schedules nothing (it only processes an output) costs nothing."""
     r = build(p)
-    ref = run_steps(config(p.blocks, r.budget, r.max_num_seqs), workload(), record_detail=True)
+    ref = _reference(p, r)
+    assert ref.config.async_scheduling is p.async_scheduling is r.async_scheduling
     rep = r.replay
     assert r.num_steps == ref.num_steps
     assert (rep.used == ref.num_scheduled_tokens).all()
@@ -167,23 +186,35 @@ def test_the_timed_run_takes_the_step_replays_decisions_at_the_cost_models_price
         num_seqs=ref.num_scheduled_seqs,
         kv_read_tokens=ref.kv_read_tokens,
         attn_pairs=ref.attn_pairs,
-    )
-    assert np.allclose(rep.step_ms, costs.step_ms)
-    assert np.allclose(rep.clock_ms, np.cumsum(costs.step_ms))
+    ).step_ms
+    if p.async_scheduling:
+        busy = ref.num_scheduled_tokens > 0
+        costs = np.where(busy, np.maximum(costs - OVERHEAD_MS, OVERHEAD_MS), 0.0)
+    assert np.allclose(rep.step_ms, costs)
+    assert np.allclose(rep.clock_ms, np.cumsum(costs))
     assert r.total_ms == pytest.approx(rep.clock_ms[-1])
 
 
 @pytest.mark.parametrize("p", PARAMS)
 def test_frames_show_the_schedulers_own_state(p):
+    """Each frame is the state at the end of a turn of the loop: under async a finish recorded
+    for step k is seen (and frees its blocks) in turn k + 1, which the run measures for step k."""
     r = build(p)
-    ref = run_steps(config(p.blocks, r.budget, r.max_num_seqs), workload(), record_detail=True)
+    ref = _reference(p, r)
     rep = r.replay
+    lag = int(p.async_scheduling)
     for k, d in enumerate(ref.detail):
         assert rep.held[k].sum() == d.kv_blocks_used_after_schedule == rep.blocks_used[k]
         assert rep.tokens[k].sum() == ref.num_scheduled_tokens[k]
         assert len(rep.running[k]) + len(rep.finished[k]) == d.running.shape[0]
+        rows = (rep.waiting[k], rep.running[k], rep.done[k])
+        assert sum(len(row) for row in rows) == len(set().union(*rows)), k  # one row each
+        if k >= lag:
+            seen = ref.detail[k - lag]
+            assert list(rep.finished[k]) == seen.finished.tolist()
+            assert rep.blocks_after[k] == seen.kv_blocks_used
     assert (rep.streamed[-1] == ref.num_output_tokens).all()
-    assert rep.step_ms.shape == (r.num_steps,) and (rep.step_ms > 0).all()
+    assert rep.step_ms.shape == (r.num_steps,) and ((rep.step_ms > 0) == (rep.used > 0)).all()
     assert r.preemptions == ref.total_preemptions
 
 
@@ -220,6 +251,180 @@ def test_long_runs_are_sampled_and_say_so():
     assert figures.animation(r, gap)["layout"]["sliders"][0]["active"] == start
 
 
+# -- synchronous or async scheduling --------------------------------------------------------------
+def _admitted(d) -> set[int]:
+    return set(d.new.tolist()) | set(d.resumed.tolist())
+
+
+def _names_of(text: str) -> set[str]:
+    """The request names in a joined list ("R4 and R5", "R1, R2 and R3")."""
+    return set(text.replace(" and ", ", ").split(", ")) - {""}
+
+
+def test_async_scheduling_reaches_the_schedulers_config(default):
+    """The toggle runs vLLM's AsyncScheduler: the Readout is a direct async run of sim (more
+    steps than the synchronous default: R4 and R5 wait one step more for R3's blocks, and the
+    last step only processes an output), and the prefix-caching replay is async too."""
+    r = build(Params(**ASYNC))
+    cfg = SchedulerConfig(
+        max_num_batched_tokens=r.budget,
+        max_num_seqs=r.max_num_seqs,
+        max_model_len=8192,
+        num_gpu_blocks=r.blocks,
+        async_scheduling=True,
+    )
+    direct = run_steps(cfg, workload(), record_detail=True)
+    assert r.async_scheduling and not default.async_scheduling
+    assert r.num_steps == direct.num_steps == default.num_steps + 2
+    assert r.replay.used.tolist() == direct.num_scheduled_tokens.tolist()
+    assert r.preemptions == direct.total_preemptions
+    assert r.first_preempt_step == next(d.step for d in direct.detail if d.preempted.size)
+    v = NAMES.index(r.victim)
+    assert r.resume_step == next(d.step for d in direct.detail if v in d.resumed.tolist())
+    assert r.resume_step == default.resume_step + 1
+    on = run_steps(dataclasses.replace(cfg, enable_prefix_caching=True), workload())
+    assert r.cache_compare and r.hit_tokens == int(on.num_prefix_hit_tokens[v])
+    # The clock is sim.timed's async one: the same requests, timed, end where the Readout does.
+    arrival = np.array(
+        [r.replay.clock_ms[a - 2] / 1e3 - 1e-9 if a > 1 else 0.0 for *_, a in REQUESTS]
+    )
+    dep = Deployment(gpu=r.gpu, model=r.model, tp=r.tp, dtype="bf16")
+    timed = run_timed(cfg, workload(arrival), dep)
+    assert timed.num_steps == r.num_steps
+    assert float(timed.step_start_s[-1] + timed.step_ms[-1] / 1e3) * 1e3 == pytest.approx(
+        r.total_ms
+    )
+
+
+@pytest.mark.parametrize("blocks", [240, 180, 600])
+def test_the_comparison_quotes_both_runs(blocks):
+    """The compare paragraphs: where the two modes part (the first step whose admissions
+    differ), who finished the step before, the preemptions, the steps and the time of each run,
+    all read from a synchronous and an async run of sim, the same whichever mode is shown."""
+    sync_r, async_r = build(Params(blocks=blocks)), build(Params(blocks=blocks, **ASYNC))
+    cfg = config(blocks, sync_r.budget, sync_r.max_num_seqs)
+    sync = run_steps(cfg, workload(), record_detail=True)
+    asyn = run_steps(
+        dataclasses.replace(cfg, async_scheduling=True), workload(), record_detail=True
+    )
+    pairs = zip(sync.detail, asyn.detail, strict=False)
+    split = next((a.step for a, b in pairs if _admitted(a) != _admitted(b)), 0)
+    for r in (sync_r, async_r):
+        told = " ".join(story.text(TEXT, "compare", r).split())
+        assert (r.sync_steps, r.async_steps) == (sync.num_steps, asyn.num_steps)
+        assert r.sync_ms == pytest.approx(sync_r.total_ms)
+        assert r.async_ms == pytest.approx(async_r.total_ms)
+        assert f"{r.sync_steps} steps and {r.sync_ms:,.0f} ms with the synchronous" in told
+        assert f"{r.async_steps} steps and {r.async_ms:,.0f} ms with async scheduling" in told
+        assert (r.sync_preemptions, r.async_preemptions) == (
+            sync.total_preemptions,
+            asyn.total_preemptions,
+        )
+        assert r.split_step == split and r.modes_part == bool(split)
+        if not split:
+            assert "Both schedulers let every request in at the same step" in told
+            continue
+        names = _admitted(sync.detail[split - 1])
+        assert _names_of(r.split_names) == {NAMES[q] for q in names}
+        later = next(d.step for d in asyn.detail[split - 1 :] if _admitted(d) & names)
+        assert r.split_async_step == later > split
+        freer = {NAMES[q] for q in range(len(NAMES)) if sync.finish_step[q] == split - 1}
+        assert r.split_freed and _names_of(r.split_freer) == freer
+        assert f"part in step **{split}**" in told and f"only in step **{later}**" in told
+        assert f"{r.split_freer} finished in step {split - 1}" in told
+    both = ("split", "sync_", "async_", "modes_part")
+    fields = [f.name for f in dataclasses.fields(sync_r) if f.name.startswith(both)]
+    fields.remove("async_scheduling")
+    assert all(getattr(sync_r, f) == getattr(async_r, f) for f in fields)
+
+
+def test_the_preemption_sentence_follows_the_two_runs(default):
+    """The lesson's requests preempt alike in both modes (the same step, as often); the other
+    sentences fill from their fields when that changes."""
+    told = " ".join(story.text(TEXT, "compare", default).split())
+    assert default.same_preemptions_dry and default.sync_preemptions == default.async_preemptions
+    assert f"in the same step in both, step {default.first_preempt_step}" in told
+    assert "Neither preempts" in " ".join(
+        story.text(TEXT, "compare", build(Params(blocks=600))).split()
+    )
+    other = dataclasses.replace(
+        default, same_preemptions_dry=False, preemptions_differ=True, async_preemptions=3
+    )
+    told = " ".join(story.text(TEXT, "compare", other).split())
+    assert "The preemptions differ: 1 with the synchronous scheduler, 3 with async" in told
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_the_text_and_the_chart_say_which_mode_they_show(on):
+    r = build(Params(async_scheduling=on))
+    told = story.text(TEXT, "mode", r)
+    assert ("Scheduling mode: async" in told) is on
+    assert ("Scheduling mode: synchronous" in told) is not on
+    title = figures.still(r, 1)["layout"]["title"]["text"]
+    assert title.endswith("(async scheduler)" if on else "(synchronous scheduler)")
+
+
+def test_the_async_story_frees_a_finished_requests_blocks_one_step_later(default):
+    """R3 samples its last token in step f. Synchronous: it gives its blocks back in step f.
+    Async: it keeps its place and its blocks, is skipped in step f + 1 and frees them then, as
+    the run measures; the last step runs no pass."""
+    r = build(Params(**ASYNC))
+    cfg = config(r.blocks, r.budget, r.max_num_seqs, async_scheduling=True)
+    run = run_steps(cfg, workload(), record_detail=True)
+    q = NAMES.index("R3")
+    f = int(run.finish_step[q])
+    assert f == int(
+        run_steps(dataclasses.replace(cfg, async_scheduling=False), workload()).finish_step[q]
+    )
+    sync_end = at_step(default, f)
+    assert sync_end.freed_now and sync_end.finished_names == "R3" and not sync_end.last_in_flight
+    end, after = at_step(r, f), at_step(r, f + 1)
+    assert end.last_in_flight and end.ending_names == "R3" and not end.finished
+    assert q in r.replay.running[f - 1] and q not in r.replay.done[f - 1]
+    assert after.skipped_too and after.skipped_names == "R3" and "R3" not in after.decode_names
+    assert after.freed_late and after.finished_names == "R3" and after.prev_step == f
+    assert after.blocks_used == run.detail[f].kv_blocks_used_after_schedule
+    assert after.blocks_after == run.detail[f - 1].kv_blocks_used < after.blocks_used
+    assert q in r.replay.done[f] and q not in r.replay.running[f]
+    kv = " ".join(story.text(STEP_TEXT, "ev-kv", after).split())
+    assert f"{after.blocks_used:,} of {r.usable:,} blocks are in use in this step" in kv
+    assert f"last token of its answer in step {f}" in kv and f"leaving {after.blocks_after:,}" in kv
+    told = " ".join(story.text(STEP_TEXT, "ev-kv", end).split())
+    assert f"after it has scheduled step {f + 1}" in told
+    last = at_step(r, r.num_steps)
+    assert last.output_only and last.tokens == 0 and last.serve_skipped_only
+    assert "No forward pass" in story.text(STEP_TEXT, "ev-pass", last)
+    assert not any(at_step(default, k).output_only for k in range(1, default.num_steps + 1))
+
+
+def test_with_one_seat_an_async_step_can_schedule_nothing():
+    """max_num_seqs = 1: the request whose last token is in flight keeps the seat, so the next
+    one waits a step in which nothing runs (the story says so, not "the last turn")."""
+    r = build(Params(**ASYNC, **OWN, max_num_batched_tokens=512, max_num_seqs=1, blocks=200))
+    empty = [k + 1 for k in range(r.num_steps - 1) if r.replay.used[k] == 0]
+    assert empty
+    s = at_step(r, empty[0])
+    assert s.output_only and s.serve_skipped_only and s.blocked_seqs
+    assert "No forward pass" in story.text(STEP_TEXT, "ev-pass", s)
+    assert r.min_ms > 0  # the summary's cheapest step is one with a pass
+
+
+def test_the_async_toggle_round_trips_through_the_link():
+    at = run_page(PAGE, query={"sl-async": "1"})
+    assert at.toggle(key="w:sl-async").value is True
+    r = build(Params(**ASYNC))
+    assert _shows_metrics(at, r) and "Scheduling mode: async" in _markdown(at)
+    assert " ".join(story.text(TEXT, "compare", r).split()) in " ".join(_markdown(at).split())
+    at.toggle(key="w:sl-async").set_value(False).run()
+    assert "sl-async" not in at.query_params  # off is the default: the link leaves it out
+    assert _shows_metrics(at, build(Params())) and "Scheduling mode: synchronous" in _markdown(at)
+    at.toggle(key="w:sl-async").set_value(True).run()
+    assert at.query_params["sl-async"] == "1"
+    bad = run_page(PAGE, query={"sl-async": "maybe"})
+    assert bad.toggle(key="w:sl-async").value is False
+    assert any("sl-async" in w.value and "maybe" in w.value for w in bad.warning)
+
+
 # -- the story of one step ------------------------------------------------------------------------
 STEP_FIELDS = {f.name for f in dataclasses.fields(StepReadout)}
 STEP_SECTIONS = story.parse(STEP_TEXT)
@@ -239,11 +444,21 @@ def test_every_step_tells_one_variant_of_each_part(p):
     r = build(p)
     for step in range(1, r.num_steps + 1):
         s = at_step(r, step)
-        for name in ("ev-lists", "ev-sample", "ev-kv"):
+        for name in ("ev-lists", "ev-pass", "ev-sample"):
             assert len(story.pick(STEP_TEXT, name, s)) == 1, (step, name)
-        serve = (s.serve_decode_and_chunk, s.serve_decode, s.serve_chunk, s.serve_none)
+        kv = [x for x in story.pick(STEP_TEXT, "ev-kv", s) if x.when != "last_in_flight"]
+        assert len(kv) == 1, step
+        serve = (
+            s.serve_decode_and_chunk,
+            s.serve_decode,
+            s.serve_chunk,
+            s.serve_skipped_only,
+            s.serve_none,
+        )
         blocked = (s.blocked_budget, s.blocked_seqs, s.blocked_blocks, s.blocked_none)
         assert sum(serve) == 1 and sum(blocked) == (0 if s.preempted else 1), step
+        late = (s.skipped_too, s.serve_skipped_only, s.freed_late, s.last_in_flight)
+        assert p.async_scheduling or not any(late), step  # the synchronous story is unchanged
         for name in STORY:
             story.text(STEP_TEXT, name, s)  # every placeholder fills
 

@@ -17,10 +17,13 @@ from lessons.course import lesson
 from lessons.throughput_curve import exercise
 from lessons.throughput_curve.lesson import MAX_SEQS, Params, build, decode_curves
 from sim.config import SchedulerConfig
-from sim.cost import Deployment, step_costs
+from sim.cost import OVERHEAD_MS, Deployment, step_costs
 from sim.hardware import default_batch_limits
+from sim.load import load_workload
+from sim.metrics import summarize
 from sim.models import kv_pool, num_gpu_blocks
 from sim.sweep import sweep_values
+from sim.timed import config_for, run_timed, timer_for
 from sim.workload import Workload
 from tests import reference_scheduler
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
@@ -39,6 +42,15 @@ def _chart(at, title_word: str) -> dict:
 
 def _curve_chart(at) -> dict:
     return _chart(at, "Throughput on")
+
+
+def _loop_chart(at) -> dict:
+    return _chart(at, "closed loop on")
+
+
+def _text(at) -> str:
+    """All the page's markdown, with every run of whitespace (line breaks too) as one space."""
+    return " ".join(" ".join(m.value for m in at.markdown).split())
 
 
 def _anim(at) -> dict:
@@ -92,25 +104,35 @@ def _own_limits(at, budget: int | None = None, seqs: int | None = None):
 
 # -- the seed numbers and the definitions ----------------------------------------------------
 def test_opens_at_the_seed_numbers():
-    """H100-SXM, Llama-3.1-8B, 2,048 tokens of context, 20 ms: the numbers the lesson quotes."""
+    """H100-SXM, Llama-3.1-8B, 2,048 tokens of context, 20 ms, async scheduling: the numbers the
+    lesson quotes (the cost model's, with the CPU's 1 ms per step hidden by async scheduling;
+    with it off they are the synchronous cost model's: knee 33, pick 128, 6.5 ms, 3,460 tok/s)."""
     r = build(Params())
-    assert (r.knee, r.pick, r.kv_cap, r.reach) == (33, 128, 218, 218)
-    assert round(r.knee_total) == 3460
-    assert round(r.one_step_ms, 1) == 6.5 and round(r.one_total) == 154
+    assert r.async_on
+    assert (r.knee, r.pick, r.kv_cap, r.reach) == (29, 139, 218, 218)
+    assert round(r.knee_total) == 3587
+    assert round(r.one_step_ms, 1) == 5.5 and round(r.one_total) == 181
     assert round(r.weight_gb, 1) == 15.0 and round(r.kv_per_seq_mb) == 268
     assert round(r.crossover) == 56 and round(r.pool_gib) == 55
-    assert round(r.top_total) == 9218 and round(r.top_per_user, 1) == 9.0
+    assert round(r.top_total) == 9302 and round(r.top_per_user, 1) == 9.1
     assert (r.budget, r.max_num_seqs) == (8192, 1024)  # vLLM's defaults for the H100
+    sync = build(Params(async_scheduling=False))
+    assert (sync.knee, sync.pick, round(sync.knee_total), round(sync.one_step_ms, 1)) == (
+        33,
+        128,
+        3460,
+        6.5,
+    )
     at = run_page(PAGE)
     assert _metrics(at) == {
-        "Knee (sequences)": "33",
-        "Total at the knee (tok/s)": "3,460",
-        "Largest within 20 ms": "128",
+        "Knee (sequences)": "29",
+        "Total at the knee (tok/s)": "3,587",
+        "Largest within 20 ms": "139",
         "KV cache holds (seqs)": "218",
         "Runs at most (seqs)": "218",
     }
     text = " ".join(m.value for m in at.markdown)
-    assert "**33 sequences**" in text and "**128 sequences**" in text
+    assert "**29 sequences**" in text and "**139 sequences**" in text
 
 
 def test_both_curves_and_the_knee_by_its_definition_on_the_drawn_data():
@@ -136,18 +158,25 @@ def test_both_curves_and_the_knee_by_its_definition_on_the_drawn_data():
 
 
 def test_the_curves_are_sims_steady_decode_steps():
-    """The Readout's step times are sim.cost's price of N sequences decoding one token each."""
-    r = build(Params(context=4096))
+    """The Readout's step times are sim.cost's price of N sequences decoding one token each;
+    with async scheduling, what the timed runs' timer makes of it (the CPU's part hidden)."""
+    r = build(Params(context=4096, async_scheduling=False))
+    hidden = build(Params(context=4096))
     dep = Deployment("H100-SXM", "Llama-3.1-8B")
+    timer = timer_for(dep, async_scheduling=True)
     for n in (1, 7, 64, 300, 1024):
-        ms = step_costs(
-            dep,
-            query_tokens=n,
-            num_seqs=n,
-            kv_read_tokens=n * 4096,
-            attn_pairs=n * 4097,
-        ).step_ms
-        assert r.curves.step_ms[n - 1] == pytest.approx(float(ms), rel=1e-12)
+        shape = {
+            "query_tokens": n,
+            "num_seqs": n,
+            "kv_read_tokens": n * 4096,
+            "attn_pairs": n * 4097,
+        }
+        ms = float(step_costs(dep, **shape).step_ms)
+        assert r.curves.step_ms[n - 1] == pytest.approx(ms, rel=1e-12)
+        assert hidden.curves.step_ms[n - 1] == pytest.approx(float(timer(**shape)), rel=1e-12)
+        assert hidden.curves.step_ms[n - 1] == pytest.approx(ms - OVERHEAD_MS, rel=1e-12)
+        parts = sum(hidden.curves.parts_ms[k][n - 1] for k in hidden.curves.parts_ms)
+        assert parts == pytest.approx(hidden.curves.step_ms[n - 1], rel=1e-12)
     # The KV limit: vLLM's pool for this budget, in blocks of the config's size, per sequence.
     pool = kv_pool("H100-SXM", "Llama-3.1-8B", max_num_batched_tokens=8192)
     assert r.kv_cap == (pool.num_gpu_blocks - 1) // -(-4096 // SchedulerConfig.block_size)
@@ -230,7 +259,7 @@ def test_a_faster_gpu_lifts_the_curve_and_its_defaults_follow():
     assert not at.exception
     assert h200["total"][-1] > h100["total"][-1]
     assert _as_int(_metric(at, "KV cache holds")) > 218  # more memory, more sequences
-    assert _metric(at, "Total at the knee") != "3,460"
+    assert _metric(at, "Total at the knee") != "3,587"
     at.selectbox(key="w:gpu").set_value("L4").run()
     assert any("2,048" in c.value for c in at.caption)  # vLLM's defaults for the L4
     assert build(Params(gpu="L4")).budget == default_batch_limits("L4")["max_num_batched_tokens"]
@@ -246,7 +275,7 @@ def test_weights_and_tensor_parallelism_follow_sim():
     assert tp2.kv_cap > base.kv_cap  # half the weights and half the KV per GPU
     at = run_page(PAGE)
     at.selectbox(key="w:dtype").set_value("fp8").run()
-    assert _metric(at, "Total at the knee") != "3,460" or _metric(at, "Knee") != "33"
+    assert _metric(at, "Total at the knee") != "3,587" or _metric(at, "Knee") != "29"
     at.selectbox(key="w:tp").set_value(2).run()
     assert _as_int(_metric(at, "KV cache holds")) == build(Params(dtype="fp8", tp=2)).kv_cap
 
@@ -260,9 +289,13 @@ def test_a_model_that_does_not_fit_is_explained_and_reaches_nothing():
     assert not r.fits and r.kv_cap == 0 and not r.can_serve
     anim = _anim(at)
     assert len(anim["frames"]) == 1  # nothing is reachable: the animation stays at one sequence
+    assert r.no_closed and r.cl_runs == 0  # nor can a closed loop run: no chart, a sentence
+    assert not any("closed loop on" in c["layout"]["title"]["text"] for c in charts(at))
+    assert "cannot start with these" in " ".join(m.value for m in at.markdown)
     at.selectbox(key="w:tp").set_value(4).run()
     assert not any("could not load this model" in w.value for w in at.warning)
     assert _as_int(_metric(at, "Runs at most")) > 0
+    assert _loop_chart(at)["data"]
 
 
 def test_own_limits_start_at_the_gpus_defaults_move_the_cap_and_vllms_check_is_shown():
@@ -300,6 +333,175 @@ def test_every_metric_follows_its_control():
         assert _metric(at, start) != before, start
 
 
+# -- the closed loop -------------------------------------------------------------------------
+def _direct(p: Params, clients: int, requests: int, async_scheduling: bool = True) -> dict:
+    """The closed loop at one concurrency run here, straight through sim: the workload from its
+    spec string (sim.load), vLLM's config for the lesson's limits, a timed run, its summary."""
+    dep = Deployment(p.gpu, p.model)
+    budget, seqs = p.max_num_batched_tokens, p.max_num_seqs
+    if p.vllm_defaults:
+        limits = default_batch_limits(p.gpu)
+        budget, seqs = limits["max_num_batched_tokens"], limits["max_num_seqs"]
+    config = config_for(
+        dep,
+        max_num_batched_tokens=budget,
+        max_num_seqs=seqs,
+        async_scheduling=async_scheduling,
+    )
+    spec = (
+        f"concurrency:clients={clients},n={requests},prompt=fixed:{p.context},"
+        f"output=fixed:{p.output_tokens},seed=0"
+    )
+    workload = load_workload(spec, max_model_len=config.max_model_len)
+    return summarize(run_timed(config, workload, dep))
+
+
+def _at(r, clients: int) -> int:
+    return int(np.flatnonzero(r.loop.clients == clients)[0])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [Params(), Params(vllm_defaults=False, max_num_batched_tokens=2048, max_num_seqs=256)],
+    ids=["defaults", "own-limits"],
+)
+def test_the_closed_loop_is_sims_closed_loop_run(params):
+    """Each point is a `vllm bench serve --max-concurrency C` run of the lesson's lengths: the
+    same workload run here through sim gives the same output tokens/s, mean ITL and mean TTFT,
+    at a power of two and at the star (where the text compares), in both scheduling modes."""
+    r = build(params)
+    assert r.cmp_pick and r.cmp_n == r.pick  # the star is one of the runs
+    for clients in (32, r.pick):
+        i = _at(r, clients)
+        n = int(r.loop.requests[i])
+        assert clients <= n <= 4 * clients
+        s = _direct(params, clients, n)
+        assert r.loop.output_tps[i] == pytest.approx(s["output_tokens_per_s"], rel=1e-12)
+        assert r.loop.itl_ms[i] == pytest.approx(s["itl_ms"]["mean"], rel=1e-12)
+        assert r.loop.ttft_ms[i] == pytest.approx(s["ttft_ms"]["mean"], rel=1e-12)
+        assert r.loop.preemptions[i] == s["total_preemptions"]
+    sync = _direct(params, r.cmp_n, r.cmp_requests, async_scheduling=False)
+    assert r.cmp_itl_other_ms == pytest.approx(sync["itl_ms"]["mean"], rel=1e-12)
+    assert r.cmp_itl_other_ms > r.cmp_itl_ms  # synchronous steps also wait for the CPU
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        Params(),
+        Params(context=512),
+        Params(context=8192, output_tokens=1024),
+        Params(async_scheduling=False),
+        Params(gpu="A100-80GB", model="Qwen2.5-7B"),
+    ],
+    ids=["defaults", "short", "long", "sync", "a100"],
+)
+def test_more_clients_more_throughput_and_never_a_shorter_wait(params):
+    """On the closed loop's own data: up to what the engine holds at once, each doubling of the
+    clients raises output tokens/s (a point in between may sit a few percent lower: requests of
+    equal lengths fall into step with the budget); the mean ITL never falls as clients rise.
+    And the closed loop stays below the decode-only picture at the same average context."""
+    r = build(params)
+    cl = r.loop
+    assert cl.clients.tolist() == sorted(cl.clients.tolist()) and cl.clients.size >= 4
+    pow2 = [i for i, c in enumerate(cl.clients) if c & (c - 1) == 0 and c <= r.cl_held]
+    assert len(pow2) >= 4
+    assert all(np.diff(cl.output_tps[pow2]) > 0)
+    best = np.maximum.accumulate(cl.output_tps)
+    assert all(cl.output_tps[cl.clients <= r.cl_held] >= 0.95 * best[cl.clients <= r.cl_held])
+    assert all(np.diff(cl.itl_ms) >= 0)
+    assert all(cl.output_tps < cl.decode_total)
+    expect = decode_curves(r.gpu, r.model, 1, "bf16", r.mid_context, r.async_on)
+    assert np.array_equal(cl.decode_step_ms, expect.step_ms[cl.clients - 1])
+
+
+def test_the_text_quotes_the_closed_loop_and_no_longer_promises_the_line():
+    """Statement 12 said max_num_seqs near the pick "holds the line when traffic surges". The
+    closed loop at the pick says otherwise: its mean ITL is far above the decode-only step (and
+    the target), because the steps that carry prompt chunks are much longer. The text must say
+    so with the Readout's own numbers, and say which scheduling mode it shows."""
+    r = build(Params())
+    i = _at(r, r.cmp_n)
+    assert r.cmp_itl_ms == r.loop.itl_ms[i] and r.cmp_tput == r.loop.output_tps[i]
+    assert (
+        r.cmp_step_ms == r.loop.decode_step_ms[i] and r.cmp_decode_total == r.loop.decode_total[i]
+    )
+    assert r.cmp_itl_ratio == pytest.approx(r.cmp_itl_ms / r.cmp_step_ms)
+    assert r.cmp_itl_ms > 1.5 * r.cmp_step_ms and r.cmp_itl_ms > r.target_ms
+    assert r.cmp_mixed_ms > 5 * r.cmp_pure_ms and r.cmp_over_target
+    within = r.loop.clients[r.loop.itl_ms <= r.target_ms]
+    assert r.cl_pick == within.max() < r.pick
+    at = run_page(PAGE)
+    text = _text(at)
+    assert "holds the line" not in text
+    assert f"`max_num_seqs` near {r.pick:,} does not hold a {r.target_ms} ms line" in text
+    for quoted in (
+        f"At the star, **{r.cmp_n:,} clients**",
+        f"**{r.cmp_itl_ms:.1f} ms**, {r.cmp_itl_ratio:.1f} times the {r.cmp_step_ms:.1f} ms",
+        f"**{r.cmp_tput:,.0f} output tokens/s**, {r.cmp_tput_share:.0%} of",
+        f"the decode-only {r.cmp_decode_total:,.0f}",
+        f"**{r.cmp_mixed_ms:,.1f} ms** on average, against {r.cmp_pure_ms:.1f} ms",
+        f"{r.cmp_ttft_ms:,.0f} ms on average",
+        f"is **{r.cl_pick:,} clients**",
+        f"would wait {r.cmp_itl_other_ms:.1f} ms",
+        "**Scheduling mode: async**",
+        f"{r.one_step_ms:.1f} ms a step here, against {r.one_step_other_ms:.1f} ms",
+    ):
+        assert quoted in text, quoted
+    caption = " ".join(c.value for c in at.caption)
+    assert f"at most {r.cl_requests_max:,} in one run" in caption
+
+
+def test_the_loop_chart_draws_the_readout_with_units_and_alt_text():
+    at = run_page(PAGE)
+    r = build(Params())
+    chart = _loop_chart(at)
+    xs, ys = trace_values(chart, "x"), trace_values(chart, "y")
+    by_name = {t["name"]: (x, y) for t, x, y in zip(chart["data"], xs, ys, strict=True)}
+    x, y = by_name["closed loop (prompts arriving)"]
+    assert x == r.loop.clients.tolist() and y == pytest.approx(r.loop.output_tps.tolist())
+    x, y = by_name["closed loop: mean ITL"]
+    assert x == r.loop.clients.tolist() and y == pytest.approx(r.loop.itl_ms.tolist())
+    assert all(np.diff(y) >= 0)  # per-request waits never shrink as clients rise, as drawn
+    x, y = by_name["closed loop: mean TTFT"]
+    assert y == pytest.approx(r.loop.ttft_ms.tolist())
+    x, y = by_name[f"decode only, {r.mid_context:,} tokens held"]
+    assert x == list(range(1, r.cl_max + 1))
+    assert y == pytest.approx(r.loop.decode.total[: r.cl_max].tolist())
+    for name in ("xaxis", "yaxis", "yaxis2"):
+        assert "(" in chart["layout"][name]["title"]["text"]
+    node = next(n for n in at.get("plotly_chart") if "closed loop on" in n.proto.spec)
+    assert f"{r.cmp_itl_ms:.1f}" in node.proto.alt and str(r.cl_max) in node.proto.alt
+
+
+def test_the_async_toggle_says_what_changes():
+    at = run_page(PAGE)
+    at.toggle(key="w:tput-async").set_value(False).run()
+    assert not at.exception
+    sync = build(Params(async_scheduling=False))
+    text = _text(at)
+    assert "**Scheduling mode: synchronous**" in text
+    assert f"{sync.one_step_ms:.1f} ms a step, against {sync.one_step_other_ms:.1f} ms" in text
+    assert sync.one_step_ms == pytest.approx(build(Params()).one_step_ms + OVERHEAD_MS)
+    assert _metric(at, "Largest within 20 ms") == f"{sync.pick:,}" == "128"
+    assert f"would wait {sync.cmp_itl_other_ms:.1f} ms" in text
+    y = trace_values(_loop_chart(at))
+    names = [t["name"] for t in _loop_chart(at)["data"]]
+    assert y[names.index("closed loop: mean ITL")] == pytest.approx(sync.loop.itl_ms.tolist())
+
+
+def test_the_output_length_moves_the_closed_loop():
+    at = run_page(PAGE)
+    at.select_slider(key="w:tput-output").set_value(1024).run()
+    assert not at.exception
+    r = build(Params(output_tokens=1024))
+    assert r.mid_context == 2048 + 512
+    text = _text(at)
+    assert "2,048 prompt tokens and 1,024 output" in text
+    assert r.cl_held < build(Params()).cl_held  # longer answers: fewer fit in the cache
+    assert r.loop.itl_ms[0] != build(Params()).loop.itl_ms[0]
+
+
 # -- the animation ---------------------------------------------------------------------------
 def _frames_n(anim: dict) -> list[int]:
     return [f["data"][0]["x"][0] for f in anim["frames"]]
@@ -319,7 +521,7 @@ def test_the_animation_grows_the_concurrency_up_to_what_the_engine_reaches():
     steps = [sum(f["data"][2]["y"]) for f in frames]
     assert all(b >= a for a, b in zip(steps, steps[1:], strict=False))  # steps only grow
     assert steps[-1] > 3 * steps[0]
-    c = decode_curves("H100-SXM", "Llama-3.1-8B", 1, "bf16", 2048)
+    c = decode_curves("H100-SXM", "Llama-3.1-8B", 1, "bf16", 2048, True)  # async, as it opens
     assert totals == pytest.approx([float(c.total[n - 1]) for n in ns])
 
 
@@ -336,9 +538,9 @@ def _opening(anim: dict) -> int:
 
 def test_the_animation_opens_at_the_latency_targets_pick_and_follows_it():
     at = run_page(PAGE)
-    assert _opening(_anim(at)) == 128  # the star
+    assert _opening(_anim(at)) == build(Params()).pick == 139  # the star
     at.slider(key="w:tput-itl").set_value(25).run()
-    assert _opening(_anim(at)) == build(Params(itl_target_ms=25)).pick == 184
+    assert _opening(_anim(at)) == build(Params(itl_target_ms=25)).pick == 196
     at.slider(key="w:tput-itl").set_value(5).run()
     assert _opening(_anim(at)) == 1  # nothing meets 5 ms: the closest is one sequence
 
@@ -351,7 +553,7 @@ def test_max_num_seqs_below_the_pick_ends_the_animation_there():
     at.slider(key="w:tput-seqs").set_value(500).run()
     anim = _anim(at)
     assert _frames_n(anim)[-1] == 218  # the KV cache stops it first
-    assert _opening(anim) == 128
+    assert _opening(anim) == 139
 
 
 # -- links and extremes ----------------------------------------------------------------------
@@ -359,7 +561,7 @@ def test_a_bad_link_is_reported_and_replaced_by_the_default():
     at = run_page(PAGE, query={"tput-itl": "500", "tput-context": "3000"})
     warned = " ".join(w.value for w in at.warning)
     assert "tput-itl" in warned and "tput-context" in warned
-    assert _metric(at, "Largest within 20 ms") == "128"
+    assert _metric(at, "Largest within 20 ms") == "139"
 
 
 @pytest.mark.parametrize("high", [False, True], ids=["min", "max"])
@@ -372,13 +574,17 @@ def test_every_control_at_its_extremes_runs_clean(high):
         ("selectbox", "w:dtype"),
         ("selectbox", "w:tp"),
         ("select_slider", "w:tput-context"),
+        ("select_slider", "w:tput-output"),
         ("slider", "w:tput-itl"),
+        ("toggle", "w:tput-async"),
         ("select_slider", "w:tput-budget"),
         ("slider", "w:tput-seqs"),
     ]:
         widget = getattr(at, kind)(key=key)
         if kind == "selectbox":
             widget.select_index(len(widget.options) - 1 if high else 0)
+        elif kind == "toggle":
+            widget.set_value(high)
         elif kind == "select_slider":
             widget.set_value(int(widget.proto.options[-1 if high else 0]))
         else:

@@ -128,6 +128,50 @@ def test_the_page_opens_at_the_recording(opening):
     assert not opening.warning and not opening.exception
 
 
+def test_the_page_says_it_replays_the_synchronous_scheduler(opening):
+    """The recording is vLLM's synchronous Scheduler, and so is every run the page makes."""
+    r = build(Params())
+    assert r.run.config.async_scheduling is False
+    told = " ".join(story.text(TEXT, "mode", r).split())
+    assert told.startswith("**Scheduling mode: synchronous**")
+    assert "Async scheduling, vLLM's default in deployments, would not change" in told
+    page = " ".join(" ".join(m.value for m in opening.markdown).split())
+    assert told in page
+
+
+OWN = {"vllm_defaults": False}
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        Params(),
+        Params(decodes=0),
+        Params(decodes=64, prompt=16384),
+        Params(cached_pct=50),
+        Params(gpu="H100-SXM"),
+        Params(**OWN, max_num_batched_tokens=256, max_num_seqs=4),
+        Params(**OWN, max_num_batched_tokens=512, max_num_seqs=9, prompt=16384, cached_pct=25),
+    ],
+)
+def test_async_scheduling_would_schedule_the_same_tokens_in_every_step(p):
+    """What the mode paragraph claims, run: the same scene with vLLM's AsyncScheduler
+    schedules the same tokens in every step (the long prompt's chunks included). It only adds
+    a last step that processes the last output and schedules nothing, and every step with a
+    pass is shorter (the CPU's part hides behind the GPU)."""
+    sync = simulate(setting(p))
+    asyn = simulate(replace(setting(p), async_scheduling=True))
+    assert asyn.run.config.async_scheduling and not sync.run.config.async_scheduling
+    n = sync.run.num_steps
+    assert asyn.run.num_steps == n + 1 and asyn.run.num_scheduled_tokens[n] == 0
+    assert (asyn.run.num_scheduled_tokens[:n] == sync.run.num_scheduled_tokens).all()
+    long = sync.scenario.long_index
+    chunks = sync.fill.request_tokens(long, PROMPT)
+    assert (asyn.fill.request_tokens(long, PROMPT)[:n] == chunks).all()
+    assert (asyn.run.step_ms[:n] < sync.run.step_ms).all()
+    assert asyn.ttft_ms < sync.ttft_ms
+
+
 def test_the_opening_limits_are_vllms_for_the_l4(opening):
     assert opening.toggle(key="w:tb-defaults").value is True
     limits = default_batch_limits("L4")

@@ -9,6 +9,10 @@ tests/data/exercise.json shows it: 4,096 - 128 = 3,968). Every budget is one tim
 scheduler (sim.scenarios.timed_run, on the clock of sim.timed); the prompt's time to first token
 and the users' longest gap while it comes in are read with sim.metrics.
 
+Every run uses vLLM's AsyncScheduler (`ASYNC_SCHEDULING`), the default of real deployments, whose
+latencies the rule below picks a budget for: the CPU's part of a step (sim.cost.OVERHEAD_MS)
+hides behind the GPU's, so each step is the GPU's time alone (SCHEDULER.md g).
+
 The trade chart runs a grid of budgets, plus the learner's, vLLM's default and the ones the
 latency rule probes. Runs are cached per (GPU, model, users, prompt, budget), so moving the
 budget or the latency target runs at most a few new budgets.
@@ -27,7 +31,7 @@ from lessons.kit.controls import Integer, Steps, control
 from lessons.kit.selection import selection
 from sim import metrics
 from sim.config import SchedulerConfig
-from sim.cost import Deployment, ridge_tokens
+from sim.cost import OVERHEAD_MS, Deployment, ridge_tokens
 from sim.hardware import default_batch_limits, get_gpu
 from sim.models import get_model, kv_pool, weight_bytes
 from sim.scenarios import StreamThenPrompt, stream_then_prompt, timed_run
@@ -48,6 +52,7 @@ CONTEXT = 1_024  # tokens each user holds when the long prompt arrives (prompt +
 TAIL_STEPS = 256  # decode steps the users keep streaming after the prompt is in
 MAX_PREFILL_STEPS = 2_048  # a budget that needs more steps for the prompt is not simulated
 BLOCK_SIZE = SchedulerConfig.block_size  # vLLM's default block size
+ASYNC_SCHEDULING = True  # vLLM's AsyncScheduler: a deployment's latencies, not the sync engine's
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ def lane_config(gpu: str, model: str, decodes: int, prompt: int, budget: int) ->
         max_model_len=max(get_model(model).max_position_embeddings, longest),
         num_gpu_blocks=s.blocks_needed(BLOCK_SIZE),
         block_size=BLOCK_SIZE,
+        async_scheduling=ASYNC_SCHEDULING,
     )
 
 
@@ -204,6 +210,7 @@ def build(p: Params) -> Readout:
         budget_min=BUDGET_MIN,
         budget_max=BUDGET_MAX,
         budget_step=BUDGET_STEP,
+        overhead_ms=OVERHEAD_MS,
         has_room=has_room,
         simulated=simulated,
         thin=has_room and not simulated,

@@ -37,6 +37,7 @@ class Readout(Selection):
     budget_min: int
     budget_max: int
     budget_step: int
+    overhead_ms: float  # the CPU's part of a step, hidden behind the GPU (async scheduling)
     # how the prompt gets in at the learner's budget
     has_room: bool  # the users leave part of the budget to the prompt
     simulated: bool  # ... and few enough steps to run them

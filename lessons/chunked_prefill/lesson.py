@@ -7,7 +7,10 @@ chunked prefill (the learner's token budget) and one without it (the whole promp
 so vLLM requires a budget of at least max_model_len). TTFT and the waits between tokens come
 from sim.metrics, GPU use from the cost model's roofline sides (sim.cost), and where the chunked
 lane's extra time to first token goes from the cost model's parts (costs.extra_parts), so the
-text, the table and both charts read the same two runs.
+text, the table and both charts read the same two runs. Both lanes run vLLM's synchronous
+scheduler, so that every step is the cost model's whole price and those parts add up to the
+difference (the CPU's OVERHEAD_MS among them); `run_lane(async_scheduling=True)` times a lane
+with the AsyncScheduler, for the tests of what the text says it would change.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from lessons.kit import limits, shared
 from lessons.kit.controls import Integer, Steps, control
 from lessons.kit.selection import selection, used_limits
 from sim.config import SchedulerConfig
-from sim.cost import Deployment, step_costs
+from sim.cost import OVERHEAD_MS, Deployment, step_costs
 from sim.hardware import get_gpu, peak_tflops
 from sim.kv import cdiv
 from sim.metrics import request_metrics, token_times_s
@@ -132,8 +135,11 @@ def _bounds(s: Setup) -> tuple[int, int]:
     return arrival, out
 
 
-def run_lane(chunked: bool, s: Setup, scenario: StreamThenPrompt) -> Lane:
-    """Time one lane: the budget and KV pool vLLM would use, then sim's clock and metrics."""
+def run_lane(
+    chunked: bool, s: Setup, scenario: StreamThenPrompt, async_scheduling: bool = False
+) -> Lane:
+    """Time one lane: the budget and KV pool vLLM would use, then sim's clock and metrics
+    (vLLM's synchronous scheduler unless `async_scheduling`)."""
     budget = s.budget if chunked else s.whole_budget
     dep = s.dep
     pool = kv_pool(
@@ -154,6 +160,7 @@ def run_lane(chunked: bool, s: Setup, scenario: StreamThenPrompt) -> Lane:
         num_gpu_blocks=pool.num_gpu_blocks if fits else needed,
         block_size=BLOCK_SIZE,
         enable_chunked_prefill=chunked,
+        async_scheduling=async_scheduling,
     )
     run = timed_run(scenario, config, dep)
     long = scenario.long_index
@@ -241,6 +248,7 @@ def build(p: Params) -> Readout:
         prompt_asked=p.prompt_tokens,
         prompt_clamped=s.prompt != p.prompt_tokens,
         long_output=LONG_OUTPUT,
+        overhead_ms=OVERHEAD_MS,
         seqs_asked=s.seqs_asked,
         seqs_clamped=s.max_num_seqs != s.seqs_asked,
         max_model_len=s.max_model_len,

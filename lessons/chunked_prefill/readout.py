@@ -42,6 +42,7 @@ class Readout(UsedLimits, Selection):
     prompt_asked: int
     prompt_clamped: bool
     long_output: int
+    overhead_ms: float  # the CPU's part of every step (synchronous: on top of the GPU's)
     seqs_asked: int
     seqs_clamped: bool
     max_model_len: int

@@ -11,7 +11,7 @@ import numpy as np
 from lessons.course import ROOT
 from lessons.quiz.exercise import Drawn, ExerciseSpec
 from lessons.text import section
-from sim.cost import Deployment, weight_read_ms
+from sim.cost import Deployment, calibration, weight_read_ms
 from sim.hardware import get_gpu, gpu_keys
 from sim.models import get_model, model_keys, weight_read_bytes
 
@@ -48,11 +48,17 @@ def draw_floor(seed: int) -> Drawn:
         "model_ms": model_ms,
         "gap_pct": (model_ms / answer - 1) * 100,
     }
+    solution = section(TEXT, "exercise-solution", values)
+    measured = {r["gpu"]: r for r in calibration()["batch1_bandwidth"]}.get(gpu)
+    if measured is not None:  # the GPU has measured profiles: say what they reached
+        values["b1_lo_pct"] = measured["min_share"] * 100
+        values["b1_hi_pct"] = measured["max_share"] * 100
+        solution += "\n\n" + section(TEXT, "exercise-measured", values)
     return Drawn(
         prompt=section(TEXT, "exercise-prompt", values),
         answer=answer,
         unit="ms",
-        solution=section(TEXT, "exercise-solution", values),
+        solution=solution,
         rtol=0.03,
         params=values,
     )

@@ -1,5 +1,6 @@
-"""Figures of the step-cost lesson, drawn from its Readout through the kit: the step-time curve,
-the parts of the learner's step, and the step growing from one token (an animation)."""
+"""Figures of the step-cost lesson, drawn from its Readout through the kit: the step-time curve
+(with the measured linear layers where a profile exists), the parts of the learner's step, and
+the step growing from one token (an animation)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,48 @@ from lessons.kit.figures import COST_PARTS, axis, bars, line, log_axis, markers
 from lessons.step_cost.readout import Readout
 from lessons.theme import color
 
+MEASURED_ROLE = "lm_head"  # a colour no other trace of the step-time chart uses
+
 
 def _selection(r: Readout) -> str:
     return f"{r.gpu}, {r.model_name} ({r.dtype}, TP {r.tp})"
 
 
+def measured(r: Readout) -> list[dict]:
+    """Where the selection has a measured profile: the cost model's linear layers (a line) and
+    the measured ones (markers), both all layers, in ms. Nothing without a profile."""
+    if not r.has_profile:
+        return []
+    hover = "%{x:,} tokens: %{y:.2f} ms<extra>%{fullData.name}</extra>"
+    return [
+        line(
+            r.prompt_only.tokens.tolist(),
+            r.prompt_only.parts_ms["linear_ms"].tolist(),
+            "linear layers, cost model",
+            MEASURED_ROLE,
+            dash="dashdot",
+            hovertemplate=hover,
+        ),
+        markers(
+            r.profile_tokens.tolist(),
+            r.profile_ms.tolist(),
+            f"linear layers, measured ({r.profile_model} profile)",
+            MEASURED_ROLE,
+            size=7,
+            hovertemplate=hover,
+        ),
+    ]
+
+
 def curve(r: Readout) -> dict:
-    """Step time against tokens: the floor, the slope, the ridge, and the KV-read curve."""
+    """Step time against tokens: the floor, the slope, the ridge, the KV-read curve and, where
+    a profile exists, the measured linear layers beside the model's."""
     xs = r.prompt_only.tokens.tolist()
+    lows = [r.prompt_only.step_ms.min(), r.with_kv.step_ms.min()]
+    if r.has_profile:
+        lows += [r.profile_ms.min(), r.prompt_only.parts_ms["linear_ms"].min()]
     top = float(max(r.prompt_only.step_ms.max(), r.with_kv.step_ms.max())) * 1.3
-    bottom = float(min(r.prompt_only.step_ms.min(), r.with_kv.step_ms.min())) * 0.7
+    bottom = float(min(lows)) * 0.7
     kv_name = f"plus {r.decodes:,} decodes reading {r.context_tokens:,} tokens of KV each"
     hover = "%{x:,} tokens: %{y:.1f} ms<extra>%{fullData.name}</extra>"
     data = [
@@ -43,6 +76,7 @@ def curve(r: Readout) -> dict:
             dash="dot",
             hoverinfo="skip",
         ),
+        *measured(r),
         markers(
             [r.n_tokens] * 2,
             [r.n_ms, r.n_ms_with_kv],
@@ -54,7 +88,11 @@ def curve(r: Readout) -> dict:
     layout = {
         "title": {"text": f"Step time on {_selection(r)}"},
         "xaxis": log_axis("tokens in the step (log scale)"),
-        "yaxis": log_axis("step time (ms, log scale)", range=[np.log10(bottom), np.log10(top)]),
+        "yaxis": log_axis(
+            # with a profile the chart also draws the linear layers alone, not only steps
+            "time (ms, log scale)" if r.has_profile else "step time (ms, log scale)",
+            range=[np.log10(bottom), np.log10(top)],
+        ),
         "height": 500,
     }
     return {"data": data, "layout": layout}

@@ -17,6 +17,7 @@ from lessons.theme import color, palette
 
 ROW_SPARE = "unused / free"
 STATES = ("waiting queue", "running list", "finished")
+MODE = {False: "synchronous scheduler", True: "async scheduler"}
 KIND_WORD = {kind: name.split()[0] for kind, name in enumerate(KIND_NAMES)}  # decode, prompt, ...
 
 
@@ -62,11 +63,12 @@ def _frame_title(r: Readout, k: int) -> str:
         if reqs:
             events.append(f"{word}: {_names(r, reqs)}")
     line = " · ".join(events) or "decode tokens only"
-    return (
-        f"Step {k + 1} of {r.num_steps}: {int(rep.used[k]):,} of {r.budget:,} tokens, "
-        f"{rep.step_ms[k]:.1f} ms on {r.gpu} (cost model); "
-        f"the clock reads {rep.clock_ms[k]:,.0f} ms<br>{line}"
-    )
+    work = "no forward pass, only the output of the step before is processed"  # async
+    if rep.used[k]:
+        work = f"{int(rep.used[k]):,} of {r.budget:,} tokens, {rep.step_ms[k]:.1f} ms on {r.gpu}"
+        work += " (cost model)"
+    clock = f"the clock reads {rep.clock_ms[k]:,.0f} ms"
+    return f"Step {k + 1} of {r.num_steps}: {work}; {clock}<br>{line}"
 
 
 def _frame_traces(r: Readout, k: int) -> list[dict]:
@@ -206,7 +208,7 @@ def _layout(r: Readout) -> dict:
         ],
         "xaxis5": {"domain": [0, 1], "anchor": "y5", "range": [0, 1], "visible": False},
         "yaxis5": {"domain": [0.92, 1.0], "anchor": "x5", "range": [-1, 1], "visible": False},
-        "title": {"text": "The step loop, replayed step by step"},
+        "title": {"text": f"The step loop, replayed step by step ({MODE[r.async_scheduling]})"},
         "showlegend": False,
     }
 

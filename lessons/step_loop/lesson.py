@@ -6,6 +6,10 @@ KV pool. `timed_replay` runs them through sim's scheduler (vLLM's rules) on the 
 each frame draws, and `at_step` tells one step in the order of the loop. The replay runs with
 prefix caching off; `with_caching` replays it with caching on (vLLM's default) to count what a
 preempted request finds in the cache when it comes back.
+
+The replay runs vLLM's synchronous scheduler unless the learner switches on async scheduling
+(SCHEDULER.md g); either way `compare_modes` runs the other mode too, so the text can say where
+the two part (a finished request frees its blocks and its seat one step later under async).
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ import numpy as np
 
 from lessons.kit import limits, shared
 from lessons.kit.anim import sample_steps
-from lessons.kit.controls import BadValue, Integer, control, shown
+from lessons.kit.controls import BadValue, Integer, Toggle, control, shown
 from lessons.kit.selection import selection, used_limits
 from lessons.kit.timeline import DECODE, PROMPT, RECOMPUTE
 from lessons.kit.words import join
 from lessons.step_loop.readout import Readout, Replay, StepReadout
 from lessons.step_loop.replay import replay_of
 from sim.config import SchedulerConfig
-from sim.cost import Deployment
+from sim.cost import OVERHEAD_MS, Deployment
 from sim.hardware import get_gpu
 from sim.kv import cdiv
 from sim.metrics import summarize
@@ -67,6 +71,15 @@ class Params(limits.Limits, shared.Deployment):
             main=True,
         ),
     )
+    async_scheduling: bool = control(
+        False,
+        Toggle(
+            "Async scheduling (vLLM's default in deployments)",
+            key="async",
+            help="vLLM's AsyncScheduler: it schedules the next step while the GPU runs this one, "
+            "before it has this step's output. Off: the synchronous Scheduler, one step at a time.",
+        ),
+    )
 
 
 def workload(arrival_s: np.ndarray | None = None) -> Workload:
@@ -76,9 +89,12 @@ def workload(arrival_s: np.ndarray | None = None) -> Workload:
     return Workload.build(prompts, outputs, request_ids=NAMES, **when)
 
 
-def config(blocks: int, budget: int, seqs: int, caching: bool = False) -> SchedulerConfig:
+def config(
+    blocks: int, budget: int, seqs: int, caching: bool = False, async_scheduling: bool = False
+) -> SchedulerConfig:
     """vLLM's scheduler settings for the lesson (FCFS, chunked prefill on). Prefix caching,
-    vLLM's default, is off unless `caching`: the replay recomputes a preempted request in full."""
+    vLLM's default, is off unless `caching`: the replay recomputes a preempted request in full.
+    `async_scheduling`: vLLM's AsyncScheduler instead of the synchronous Scheduler."""
     return SchedulerConfig(
         max_num_batched_tokens=budget,
         max_num_seqs=seqs,
@@ -86,6 +102,7 @@ def config(blocks: int, budget: int, seqs: int, caching: bool = False) -> Schedu
         num_gpu_blocks=blocks,
         block_size=BLOCK_SIZE,
         enable_prefix_caching=caching,
+        async_scheduling=async_scheduling,
     )
 
 
@@ -140,6 +157,46 @@ def with_caching(cfg: SchedulerConfig, rep: Replay, first_pre: int) -> dict:
     }
 
 
+def _preemptions(run: Run) -> tuple[int, int]:
+    """(preemptions in all, the step of the first one or 0), from a run recorded with detail."""
+    first = next((d.step for d in run.detail or [] if d.preempted.size), 0)
+    return int(run.total_preemptions), int(first)
+
+
+def compare_modes(sync: Run, sync_rep: Replay, asyn: Run, async_rep: Replay) -> dict:
+    """The same settings under both schedulers: the first step whose admissions differ (the
+    requests the synchronous run admits there, when the async run admits the first of them, and
+    who finished in the step before), the preemptions, the steps and the time of each run."""
+    n = min(sync.num_steps, asyn.num_steps)
+    k = next((j for j in range(n) if sync_rep.admitted[j] != async_rep.admitted[j]), None)
+    names = sync_rep.admitted[k] if k is not None else ()
+    later = [
+        j + 1 for j in range(k or 0, asyn.num_steps) if set(async_rep.admitted[j]) & set(names)
+    ]
+    freer = [q for q in range(len(NAMES)) if k and sync.finish_step[q] == k]  # step k = split - 1
+    (sp, sf), (ap, af) = _preemptions(sync), _preemptions(asyn)
+    same = (sp, sf) == (ap, af)
+    return {
+        "modes_part": bool(names) and bool(later),
+        "split_step": k + 1 if k is not None else 0,
+        "split_names": join([NAMES[q] for q in names]),
+        "split_async_step": later[0] if later else 0,
+        "split_freed": bool(names) and bool(later) and bool(freer),
+        "split_unexplained": bool(names) and bool(later) and not freer,
+        "split_freer": join([NAMES[q] for q in freer]),
+        "split_freer_step": k or 0,
+        "sync_preemptions": sp,
+        "async_preemptions": ap,
+        "same_preemptions_dry": same and sp > 0,
+        "same_preemptions_none": same and sp == 0,
+        "preemptions_differ": not same,
+        "sync_steps": int(sync.num_steps),
+        "async_steps": int(asyn.num_steps),
+        "sync_ms": float(summarize(sync)["makespan_s"]) * 1e3,
+        "async_ms": float(summarize(asyn)["makespan_s"]) * 1e3,
+    }
+
+
 def build(p: Params) -> Readout:
     """The replay and every number the page quotes, for one selection."""
     gpu = get_gpu(p.gpu)
@@ -147,9 +204,13 @@ def build(p: Params) -> Readout:
         p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
     )
     seqs = min(asked, budget)  # vLLM refuses a budget below max_num_seqs (limits_refused)
-    cfg = config(p.blocks, budget, seqs)
-    run = timed_replay(cfg, Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype))
+    cfg = config(p.blocks, budget, seqs, async_scheduling=p.async_scheduling)
+    dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
+    run = timed_replay(cfg, dep)
     rep = replay_of(run, NAMES)
+    other = timed_replay(dataclasses.replace(cfg, async_scheduling=not p.async_scheduling), dep)
+    pair = [(run, rep), (other, replay_of(other, NAMES))]
+    (sync, sync_rep), (asyn, async_rep) = pair[::-1] if p.async_scheduling else pair
     pool = kv_pool(
         p.gpu, p.model, tp=p.tp, dtype=p.dtype, block_size=BLOCK_SIZE, max_num_batched_tokens=budget
     )
@@ -176,7 +237,7 @@ def build(p: Params) -> Readout:
         long_prompt=REQUESTS[long_q][0],
         num_steps=int(run.num_steps),
         total_ms=float(summarize(run)["makespan_s"]) * 1e3,
-        min_ms=float(rep.step_ms.min()),
+        min_ms=float(rep.step_ms[rep.used > 0].min()),  # not async's last step (no pass)
         max_ms=float(rep.step_ms.max()),
         max_step=int(np.argmax(rep.step_ms)) + 1,
         preemptions=run.total_preemptions,
@@ -186,6 +247,9 @@ def build(p: Params) -> Readout:
         first_preempt_step=first_pre,
         victim=join([NAMES[q] for q in rep.preempted[first_pre - 1]] if first_pre else []),
         **with_caching(cfg, rep, first_pre),
+        async_scheduling=p.async_scheduling,
+        overhead_ms=OVERHEAD_MS,
+        **compare_modes(sync, sync_rep, asyn, async_rep),
         frame_steps=shown,
         frames=int(shown.shape[0]),
         sampled=bool(shown.shape[0] < run.num_steps),
@@ -222,6 +286,10 @@ def at_step(r: Readout, step: int) -> StepReadout:
     seats = len(rep.running[k]) + len(rep.finished[k]) >= r.max_num_seqs
     lists = _one_of(bool(rep.arrived[k]), bool(before))
     serve = _one_of(bool(decode), bool(rep.continuing[k]))
+    late = r.async_scheduling
+    skipped = list(rep.finished[k]) if late else []  # async: sat in `running`, last token in flight
+    # async: sampled their last token here, seen to finish in the next turn
+    ending = list(rep.finished[k + 1]) if late and k + 1 < r.num_steps else []
     sample = _one_of(bool(rep.sampled[k]), bool(mid))
     open_ = not preempted
     return StepReadout(
@@ -238,7 +306,12 @@ def at_step(r: Readout, step: int) -> StepReadout:
         serve_decode_and_chunk=serve[0],
         serve_decode=serve[1],
         serve_chunk=serve[2],
-        serve_none=serve[3],
+        serve_skipped_only=serve[3] and bool(skipped),
+        serve_none=serve[3] and not skipped,
+        skipped_too=not serve[3] and bool(skipped),
+        skipped_names=_names(rep, skipped),
+        prev_step=k,
+        next_step=k + 2,
         preempted=preempted,
         preempted_names=_names(rep, rep.preempted[k]),
         admitted_new=bool(new),
@@ -253,6 +326,7 @@ def at_step(r: Readout, step: int) -> StepReadout:
         blocked_seqs=open_ and waiting and not full and seats,
         blocked_blocks=open_ and waiting and not full and not seats,
         blocked_none=open_ and not waiting,
+        output_only=int(rep.used[k]) == 0,
         tokens=int(rep.used[k]),
         seqs=int(rep.seqs[k]),
         budget=r.budget,
@@ -267,8 +341,12 @@ def at_step(r: Readout, step: int) -> StepReadout:
         blocks_used=int(rep.blocks_used[k]),
         usable=r.usable,
         finished=bool(rep.finished[k]),
+        freed_now=bool(rep.finished[k]) and not late,
+        freed_late=bool(rep.finished[k]) and late,
         finished_names=_names(rep, rep.finished[k]),
         blocks_after=int(rep.blocks_after[k]),
+        last_in_flight=bool(ending),
+        ending_names=_names(rep, ending),
     )
 
 

@@ -27,18 +27,18 @@ class Replay:
     held: np.ndarray  # (steps, requests): KV blocks held right after schedule()
     streamed: np.ndarray  # (steps, requests): output tokens after the step
     blocks_used: np.ndarray  # (steps,): blocks in use during the pass
-    blocks_after: np.ndarray  # (steps,): blocks in use after the step's finishes
+    blocks_after: np.ndarray  # (steps,): blocks in use at the end of the turn (its finishes freed)
     step_ms: np.ndarray  # (steps,): the cost model's price of each step
     clock_ms: np.ndarray  # (steps,): the clock at the end of each step (the timed run's)
     waiting: PerStep  # the waiting queue after schedule()
-    running: PerStep  # the running list after schedule(), without this step's finishes
-    done: PerStep  # every request finished by the end of the step
+    running: PerStep  # the running list after schedule(), without the finishes seen this turn
+    done: PerStep  # every request seen to finish by the end of the turn
     arrived: PerStep
     admitted: PerStep  # new or resumed, in running-list order
     preempted: PerStep
     continuing: PerStep  # already running, still reading (or recomputing) their prompt
     sampled: PerStep
-    finished: PerStep
+    finished: PerStep  # seen to finish this turn (async: sampled its last token a step ago)
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,6 +79,26 @@ class Readout(UsedLimits, Selection):
     hit_tokens: int
     cached_left: int  # with prefix caching on: what it computes again
     cache_compare: bool  # one preemption, the same in both runs (the numbers above compare)
+    # the scheduling mode, and the same settings under both modes (lesson.compare_modes)
+    async_scheduling: bool  # this replay runs vLLM's AsyncScheduler (else the synchronous one)
+    overhead_ms: float  # the CPU's part of a step, hidden behind the GPU under async
+    modes_part: bool  # some step admits other requests in the two runs
+    split_step: int  # the first such step
+    split_names: str  # who gets in there with the synchronous scheduler
+    split_async_step: int  # when the async run admits the first of them
+    split_freed: bool  # a request finished in the step before (its blocks and seat come later)
+    split_unexplained: bool  # the runs part, and nobody finished in the step before
+    split_freer: str
+    split_freer_step: int
+    sync_preemptions: int
+    async_preemptions: int
+    same_preemptions_dry: bool  # both preempt, as often, the first time in the same step
+    same_preemptions_none: bool  # neither preempts
+    preemptions_differ: bool
+    sync_steps: int
+    async_steps: int
+    sync_ms: float
+    async_ms: float
     # the animation: which steps it draws (all of them, or an even sample)
     frame_steps: np.ndarray  # 1-based step numbers
     frames: int
@@ -106,7 +126,12 @@ class StepReadout:
     serve_decode_and_chunk: bool
     serve_decode: bool
     serve_chunk: bool
+    serve_skipped_only: bool  # async: the only running requests have their last token in flight
     serve_none: bool
+    skipped_too: bool  # async: beside those served, some have their last token in flight
+    skipped_names: str
+    prev_step: int
+    next_step: int
     # 2. choose the work: the waiting queue
     preempted: bool
     preempted_names: str
@@ -122,7 +147,8 @@ class StepReadout:
     blocked_seqs: bool
     blocked_blocks: bool
     blocked_none: bool
-    # 3-4. the batch and the pass
+    # 3-4. the batch and the pass (async: a step that schedules nothing only processes an output)
+    output_only: bool
     tokens: int
     seqs: int
     budget: int
@@ -138,6 +164,10 @@ class StepReadout:
     # 6. KV blocks
     blocks_used: int
     usable: int
-    finished: bool
+    finished: bool  # some request is seen to finish in this turn
+    freed_now: bool  # synchronous: it sampled its last token in this step
+    freed_late: bool  # async: it sampled its last token in the step before
     finished_names: str
     blocks_after: int
+    last_in_flight: bool  # async: some request sampled its last token, not seen until next turn
+    ending_names: str

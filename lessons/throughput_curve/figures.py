@@ -1,6 +1,7 @@
 """Figures of the throughput-curve lesson, drawn from its Readout through the kit: total and
-per-user throughput against concurrency, the bytes a decode step reads, and the concurrency
-growing up to what the engine reaches (an animation that opens at the latency target's pick)."""
+per-user throughput against concurrency, the same against a closed loop with prompts arriving,
+the bytes a decode step reads, and the concurrency growing up to what the engine reaches (an
+animation that opens at the latency target's pick)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ PARTS = (
     ("other_ms", "the rest", "neutral"),
 )
 BEYOND = "beyond the KV cache (not reachable)"
+FAR_HOVER = "%{x} sequences would need more KV cache<extra></extra>"
 
 
 def _selection(r: Readout) -> str:
@@ -49,112 +51,115 @@ def _vline(x: float, lo: float, hi: float, yaxis: str, name: str, role: str, das
     return line([x, x], [lo, hi], name, role, dash=dash, yaxis=yaxis, hoverinfo="skip", **extra)
 
 
+def _both(x: float, top: tuple, low: tuple, name: str, role: str, dash: str) -> list[dict]:
+    """The same vertical line on both panels (top: y, low: y2), one legend entry for the two."""
+    group = {"legendgroup": name or role}
+    return [
+        _vline(x, *top, "y", name, role, dash, showlegend=bool(name), **group),
+        _vline(x, *low, "y2", name, role, dash, showlegend=False, **group),
+    ]
+
+
+def _star(x: list, y: list, name: str, role: str = "kv", **extra) -> dict:
+    star = markers(x, y, name, role, size=15, **extra)
+    star["marker"]["symbol"] = "star"
+    return star
+
+
+def _hover(what: str, fmt: str, unit: str) -> str:
+    return f"%{{x}} {what}: %{{y:{fmt}}} {unit}<extra></extra>"
+
+
 def curve(r: Readout) -> dict:
     """Total (top) and per-user (bottom) tokens per second against concurrency, with the knee,
     the latency target's pick, the KV-cache limit and max_num_seqs."""
     c = r.curves
-    n = c.n
-    ok = n <= r.kv_cap
-    t_lo, t_hi = _log_range(c.total)
-    u_lo, u_hi = _log_range(c.per_user)
-    hover_t = "%{x} sequences: %{y:,.0f} tokens/s<extra>total</extra>"
-    hover_u = "%{x} sequences: %{y:,.1f} tokens/s each<extra>per user</extra>"
+    ok = c.n <= r.kv_cap
+    top, low = _log_range(c.total), _log_range(c.per_user)
+
+    def part(mask: np.ndarray, series: np.ndarray) -> tuple[list, list]:
+        return c.n[mask].tolist(), series[mask].tolist()
+
+    each = {"yaxis": "y2", "hovertemplate": _hover("sequences", ",.1f", "tokens/s each")}
     data = [
         line(
-            n[ok].tolist(),
-            c.total[ok].tolist(),
+            *part(ok, c.total),
             "total tokens/s (all users)",
             "primary",
-            hovertemplate=hover_t,
+            hovertemplate=_hover("sequences", ",.0f", "tokens/s in total"),
         ),
-        line(
-            n[ok].tolist(),
-            c.per_user[ok].tolist(),
-            "tokens/s for each user",
-            "prefill",
-            yaxis="y2",
-            hovertemplate=hover_u,
-        ),
+        line(*part(ok, c.per_user), "tokens/s for each user", "prefill", **each),
     ]
     if (~ok).any():
-        far = {
-            "opacity": 0.5,
-            "hovertemplate": "%{x} sequences would need more KV cache<extra></extra>",
-        }
+        far = {"opacity": 0.5, "dash": "dot", "hovertemplate": FAR_HOVER}
         data += [
-            line(n[~ok].tolist(), c.total[~ok].tolist(), BEYOND, "primary", dash="dot", **far),
-            line(
-                n[~ok].tolist(),
-                c.per_user[~ok].tolist(),
-                BEYOND,
-                "prefill",
-                dash="dot",
-                yaxis="y2",
-                showlegend=False,
-                **far,
-            ),
+            line(*part(~ok, c.total), BEYOND, "primary", **far),
+            line(*part(~ok, c.per_user), BEYOND, "prefill", yaxis="y2", showlegend=False, **far),
         ]
         if r.kv_cap >= 1:
-            full = f"KV cache full at {r.kv_cap:,}"
-            data += [
-                _vline(r.kv_cap, t_lo, t_hi, "y", full, "neutral", "dash", legendgroup="kv"),
-                _vline(
-                    r.kv_cap,
-                    u_lo,
-                    u_hi,
-                    "y2",
-                    full,
-                    "neutral",
-                    "dash",
-                    legendgroup="kv",
-                    showlegend=False,
-                ),
-            ]
+            data += _both(r.kv_cap, top, low, f"KV cache full at {r.kv_cap:,}", "neutral", "dash")
     if r.has_knee:
-        k = r.knee
-        data += [
-            _vline(k, t_lo, t_hi, "y", "", "highlight", "dot", showlegend=False),
-            _vline(k, u_lo, u_hi, "y2", "", "highlight", "dot", showlegend=False),
+        data += _both(r.knee, top, low, "", "highlight", "dot")
+        hover = _hover("sequences (the knee)", ",.0f", "tokens/s")
+        data.append(
             markers(
-                [k],
+                [r.knee],
                 [r.knee_total],
-                f"knee: {k:,} sequences",
+                f"knee: {r.knee:,} sequences",
                 "highlight",
-                hovertemplate="knee at %{x}: %{y:,.0f} tokens/s<extra></extra>",
-            ),
-        ]
+                hovertemplate=hover,
+            )
+        )
     if r.has_pick:
         name = f"largest within {r.target_ms} ms: {r.pick:,}"
-        star = {"hovertemplate": "%{x} sequences<extra>largest within the target</extra>"}
-        top = markers([r.pick], [r.pick_total], name, "kv", size=15, **star)
-        top["marker"]["symbol"] = "star"
-        low = markers(
-            [r.pick], [r.pick_per_user], name, "kv", size=15, yaxis="y2", showlegend=False, **star
-        )
-        low["marker"]["symbol"] = "star"
-        data += [top, low]
-    cap = f"max_num_seqs: {r.max_num_seqs:,}"
-    data += [
-        _vline(r.max_num_seqs, t_lo, t_hi, "y", cap, "decode", "solid", legendgroup="cap"),
-        _vline(
-            r.max_num_seqs,
-            u_lo,
-            u_hi,
-            "y2",
-            cap,
-            "decode",
-            "solid",
-            legendgroup="cap",
-            showlegend=False,
-        ),
-    ]
+        hover = {"hovertemplate": "%{x} sequences<extra>largest within the target</extra>"}
+        data += [
+            _star([r.pick], [r.pick_total], name, **hover),
+            _star([r.pick], [r.pick_per_user], name, yaxis="y2", showlegend=False, **hover),
+        ]
+    data += _both(r.max_num_seqs, top, low, f"max_num_seqs: {r.max_num_seqs:,}", "decode", "solid")
+    title = "sequences decoding together (concurrency, log scale)"
     layout = {
         "title": {"text": f"Throughput on {_selection(r)}, {r.context:,} tokens of context"},
-        "xaxis": _concurrency_axis(
-            "sequences decoding together (concurrency, log scale)", anchor="y2"
-        ),
-        "yaxis": _log_y("total (tokens/s, log)", t_lo, t_hi, domain=[0.55, 1.0], anchor="x"),
-        "yaxis2": _log_y("each user (tokens/s, log)", u_lo, u_hi, domain=[0.0, 0.45], anchor="x"),
+        "xaxis": _concurrency_axis(title, anchor="y2"),
+        "yaxis": _log_y("total (tokens/s, log)", *top, domain=[0.55, 1.0], anchor="x"),
+        "yaxis2": _log_y("each user (tokens/s, log)", *low, domain=[0.0, 0.45], anchor="x"),
+        "height": 660,
+    }
+    return {"data": data, "layout": layout}
+
+
+def loop(r: Readout) -> dict:
+    """Decode only against the closed loop (prompts arriving): output tokens per second (top)
+    and, in ms (bottom), the decode-only step, the closed loop's mean ITL and TTFT, the target."""
+    cl = r.loop
+    c = cl.decode
+    k = cl.clients.tolist()
+    n = np.arange(1, r.cl_max + 1)
+    top = _log_range(np.concatenate([c.total[n - 1], cl.output_tps]))
+    low = _log_range(np.concatenate([c.step_ms[n - 1], cl.itl_ms, cl.ttft_ms, [r.target_ms]]))
+    dots = {"mode": "lines+markers", "marker": {"size": 9}}
+    ms = {"yaxis": "y2", "hovertemplate": _hover("clients", ",.1f", "ms")}
+    tps = {"hovertemplate": _hover("clients", ",.0f", "tokens/s")}
+    held, target = f"decode only, {r.mid_context:,} tokens held", f"target: {r.target_ms} ms"
+    line_ms = {"dash": "dash", **ms}
+    data = [
+        line(n.tolist(), c.total[n - 1].tolist(), held, "primary", **tps),
+        line(k, cl.output_tps.tolist(), "closed loop (prompts arriving)", "prefill", **dots, **tps),
+        line(n.tolist(), c.step_ms[n - 1].tolist(), "decode-only step", "primary", **line_ms),
+        line(k, cl.itl_ms.tolist(), "closed loop: mean ITL", "prefill", **dots, **ms),
+        line(k, cl.ttft_ms.tolist(), "closed loop: mean TTFT", "kv", **dots, **line_ms),
+        line([1, r.cl_max], [r.target_ms] * 2, target, "neutral", dash="dot", **ms),
+        _star([r.cmp_n], [r.cmp_itl_ms], f"compared at {r.cmp_n:,} clients", "lm_head", **ms),
+    ]
+    ticks = [t for t in POW2_TICKS if t <= r.cl_max]
+    span = [-0.05, float(np.log10(max(r.cl_max, 2))) + 0.05]
+    title = "concurrency (requests in flight, log scale)"
+    layout = {
+        "title": {"text": f"Decode only vs a closed loop on {_selection(r)}"},
+        "xaxis": axis(title, type="log", anchor="y2", tickvals=ticks, range=span),
+        "yaxis": _log_y("output (tokens/s, log)", *top, domain=[0.55, 1.0], anchor="x"),
+        "yaxis2": _log_y("time (ms, log)", *low, domain=[0.0, 0.45], anchor="x"),
         "height": 660,
     }
     return {"data": data, "layout": layout}

@@ -12,8 +12,14 @@ the SchedulerConfig vLLM would run (`sim.timed.config_for`: its pool and its blo
 The knee: the smallest N at which doubling the concurrency to 2N raises total throughput by less
 than half (KNEE_GAIN = 1.5). Prompt prefill is left out: these are decode steps only.
 
-The curves depend on GPU, model, weights, TP and context only, so they are cached on those
-(`decode_curves`); the rest of a Readout is a few array look-ups.
+Every step time is in the scheduling mode the toggle sets (async by default, as vLLM runs in
+real deployments): the cost model's step through `sim.timed.timer_for`, which hides the CPU's
+part of a step behind the GPU's with async scheduling. Beside the decode-only picture,
+closed_loop.py runs the curve as a benchmark measures it (prompts arriving all the time), with
+the same limits and mode.
+
+The curves depend on GPU, model, weights, TP, context and mode only, so they are cached on those
+(`decode_curves`); the closed-loop runs are cached one by one (closed_loop.point).
 """
 
 from __future__ import annotations
@@ -24,17 +30,18 @@ from functools import lru_cache
 import numpy as np
 
 from lessons.kit import limits, shared
-from lessons.kit.controls import Integer, Steps, control
+from lessons.kit.controls import Integer, Steps, Toggle, control
 from lessons.kit.selection import selection, used_limits
-from lessons.throughput_curve.readout import Curves, Readout
+from lessons.throughput_curve import closed_loop
+from lessons.throughput_curve.readout import ClosedLoop, Curves, Readout
 from sim.config import SchedulerConfig
-from sim.cost import Deployment, step_costs, weight_read_ms
+from sim.cost import OVERHEAD_MS, Deployment, step_costs, weight_read_ms
 from sim.errors import SimInputError
 from sim.hardware import get_gpu
 from sim.kv import cdiv
 from sim.models import get_model, kv_bytes_per_token, kv_pool, weight_bytes, weight_read_bytes
 from sim.scenarios import decode_sweep
-from sim.timed import config_for
+from sim.timed import config_for, timer_for
 
 PREFIX = "tput"
 MAX_SEQS = 1_024
@@ -43,6 +50,13 @@ ANIM_POINTS = 31  # the animation's concurrencies: this many on a log scale, plu
 CONCURRENCY = np.arange(1, MAX_SEQS + 1, dtype=np.int64)
 CONTEXTS = (16, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 PARTS = ("linear_ms", "attention_ms", "other_ms")
+OUTPUTS = (16, 32, 64, 128, 256, 512, 1024, 2048)
+ASYNC = Toggle(
+    "Async scheduling",
+    key="async",
+    help="vLLM's AsyncScheduler, the default of real deployments: the CPU schedules the next "
+    "step while the GPU runs this one. Off: each step also waits for the CPU.",
+)
 
 
 @dataclass(frozen=True)
@@ -52,11 +66,21 @@ class Params(limits.Limits, shared.Deployment):
     max_num_batched_tokens: int = limits.max_num_batched_tokens(8_192)
     max_num_seqs: int = limits.max_num_seqs(1_024)
     context: int = control(
-        2_048, Steps("Context each sequence holds (tokens)", options=CONTEXTS, main=True)
+        2_048,
+        Steps(
+            "Context each sequence holds (tokens)",
+            options=CONTEXTS,
+            main=True,
+            help="Decode only: the tokens each sequence holds. Closed loop: each prompt's length.",
+        ),
+    )
+    output_tokens: int = control(
+        256, Steps("Output tokens per request (closed loop)", key="output", options=OUTPUTS)
     )
     itl_target_ms: int = control(
         20, Integer("Inter-token latency target (ms)", key="itl", lo=5, hi=200, main=True)
     )
+    async_scheduling: bool = control(True, ASYNC)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -66,11 +90,15 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def decode_curves(gpu: str, model: str, tp: int, dtype: str, context: int) -> Curves:
-    """Steady decode steps of 1..MAX_SEQS sequences of `context` tokens, priced in one call."""
+def decode_curves(
+    gpu: str, model: str, tp: int, dtype: str, context: int, async_scheduling: bool = False
+) -> Curves:
+    """Steady decode steps of 1..MAX_SEQS sequences of `context` tokens, priced in one call, in
+    the scheduling mode given (the timed runs' timer: async hides the CPU's part of a step)."""
     dep = Deployment(gpu=gpu, model=model, tp=tp, dtype=dtype)
-    costs = step_costs(dep, **decode_sweep(CONCURRENCY, context))
-    step = _frozen(costs.step_ms)
+    sweep = decode_sweep(CONCURRENCY, context)
+    costs = step_costs(dep, **sweep)
+    step = _frozen(timer_for(dep, async_scheduling=async_scheduling)(**sweep))
     n = CONCURRENCY.astype(np.float64)
     return Curves(
         n=CONCURRENCY,
@@ -80,7 +108,7 @@ def decode_curves(gpu: str, model: str, tp: int, dtype: str, context: int) -> Cu
         parts_ms={
             "linear_ms": _frozen(costs.linear_ms),
             "attention_ms": _frozen(costs.attention_ms),
-            "other_ms": _frozen(costs.lm_head_ms + costs.comm_ms + costs.overhead_ms),
+            "other_ms": _frozen(step - costs.linear_ms - costs.attention_ms),
         },
     )
 
@@ -129,11 +157,107 @@ def anim_concurrencies(last: int, opening: int) -> np.ndarray:
     return np.union1d(grid, [opening])
 
 
+def _loop(points: list[closed_loop.Point], c: Curves) -> ClosedLoop:
+    """The runs as arrays for the chart, with the decode-only step and total beside them (`c`:
+    decode only at the closed loop's average context)."""
+    k = np.array([q.clients for q in points], dtype=np.int64)
+
+    def field(name: str, dtype: type = np.float64) -> np.ndarray:
+        return np.array([getattr(q, name) for q in points], dtype=dtype)
+
+    return ClosedLoop(
+        clients=k,
+        requests=field("requests", np.int64),
+        output_tps=field("output_tps"),
+        itl_ms=field("itl_ms"),
+        ttft_ms=field("ttft_ms"),
+        preemptions=field("preemptions", np.int64),
+        decode_step_ms=c.step_ms[k - 1] if k.size else np.empty(0),
+        decode_total=c.total[k - 1] if k.size else np.empty(0),
+        decode=c,
+    )
+
+
+def closed_fields(
+    p: Params, dep: Deployment, budget: int, seqs: int, reach: int, pick: int, fast_enough: int
+) -> dict:
+    """The closed loop's Readout fields (closed_loop.py): its runs, the comparison with the
+    decode-only picture at the pick (or, if the engine cannot hold the pick, at the largest
+    concurrency run that it holds at once) and the same run in the other scheduling mode. Decode
+    only is compared at the same average context: the prompt and half the answer. `fast_enough`:
+    the largest concurrency whose decode-only step meets the target (the promise prompts break)."""
+    prompt = closed_loop.prompt_tokens(p.model, p.context, p.output_tokens)
+    out = p.output_tokens
+    mid = prompt + out // 2
+    c = decode_curves(dep.gpu, dep.model, dep.tp, dep.dtype, mid, p.async_scheduling)
+    held = min(seqs, kv_capacity(dep, prompt + out, budget)) if reach > 0 else 0
+    runnable = held > 0 and not refusal(budget, seqs, p.context)
+    clients = closed_loop.clients_for(held, pick, prompt, out, budget) if runnable else ()
+    args = (dep, budget, seqs, prompt, out)
+    points = closed_loop.sweep(*args, p.async_scheduling, clients, held)
+    loop = _loop(points, c)
+    within_held = [q for q in points if q.clients <= max(held, 1)]
+    at_pick = [q for q in points if q.clients == min(pick, held)]  # the star, or what fits
+    cmp = (at_pick or within_held or points or [None])[-1]
+    nan = float("nan")
+    other = nan
+    if cmp is not None:
+        other = closed_loop.point(*args, not p.async_scheduling, cmp.clients, cmp.requests).itl_ms
+    within = loop.clients[loop.itl_ms <= p.itl_target_ms]
+    cl_pick = int(within.max()) if within.size else 0
+    cmp_n = cmp.clients if cmp else 0
+    step = float(c.step_ms[cmp_n - 1]) if cmp else nan
+    total = float(c.total[cmp_n - 1]) if cmp else nan
+    itl = cmp.itl_ms if cmp else nan
+    has = cmp is not None
+    return {
+        "output_tokens": p.output_tokens,
+        "cl_prompt": prompt,
+        "prompt_cut": prompt < p.context,
+        "model_max_len": get_model(p.model).max_position_embeddings,
+        "mid_context": mid,
+        "has_closed": has,
+        "no_closed": not has,
+        "cl_async": has and p.async_scheduling,
+        "cl_sync": has and not p.async_scheduling,
+        "cl_rounds": closed_loop.ROUNDS,
+        "cl_held": held,
+        "cl_first": int(loop.clients[0]) if has else 0,
+        "cl_max": int(loop.clients[-1]) if has else 0,
+        "cl_runs": len(points),
+        "cl_requests_max": int(loop.requests.max()) if has else 0,
+        "cl_pick": cl_pick,
+        "has_cl_pick": has and cl_pick > 0,
+        "no_cl_pick": has and cl_pick == 0,
+        "cmp_n": cmp_n,
+        "cmp_pick": has and cmp_n == pick,
+        "cmp_capped": has and 0 < held == cmp_n < pick,
+        "cmp_other": has and cmp_n != pick and not 0 < held == cmp_n < pick,
+        "cmp_requests": cmp.requests if cmp else 0,
+        "cmp_itl_ms": itl,
+        "cmp_step_ms": step,
+        "cmp_itl_ratio": itl / step,
+        "cmp_itl_extra_ms": itl - step,
+        "cmp_tput": cmp.output_tps if cmp else nan,
+        "cmp_decode_total": total,
+        "cmp_tput_share": (cmp.output_tps if cmp else nan) / total,
+        "cmp_ttft_ms": cmp.ttft_ms if cmp else nan,
+        "cmp_mixed_share": cmp.mixed_share if cmp else nan,
+        "cmp_mixed_ms": cmp.mixed_ms if cmp else nan,
+        "cmp_pure_ms": cmp.pure_ms if cmp else nan,
+        "cmp_itl_other_ms": other,
+        "cmp_over_target": has and cmp_n <= fast_enough and itl > p.itl_target_ms,
+        "cmp_within_target": has and itl <= p.itl_target_ms,
+        "loop": loop,
+    }
+
+
 def build(p: Params) -> Readout:
     """Every number and curve of the lesson for one selection."""
     dtype = p.dtype if get_gpu(p.gpu).has_fp8 else "bf16"  # as the page shows it
     dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=dtype)
-    c = decode_curves(p.gpu, p.model, p.tp, dtype, p.context)
+    c = decode_curves(p.gpu, p.model, p.tp, dtype, p.context, p.async_scheduling)
+    other = decode_curves(p.gpu, p.model, p.tp, dtype, p.context, not p.async_scheduling)
     budget, seqs = limits.effective(
         p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
     )
@@ -214,5 +338,9 @@ def build(p: Params) -> Readout:
         anim_open=anim_open,
         anim_last=anim_last,
         anim_at_pick=0 < pick <= anim_last,
+        async_on=p.async_scheduling,
+        overhead_ms=OVERHEAD_MS,
+        one_step_other_ms=at(1, other.step_ms),
         curves=c,
+        **closed_fields(p, dep, budget, seqs, reach, pick, fast_enough),
     )

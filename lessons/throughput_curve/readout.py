@@ -23,6 +23,23 @@ class Curves:
 
 
 @dataclass(frozen=True, eq=False)
+class ClosedLoop:
+    """Closed-loop runs, one per concurrency (`clients`): requests sent, output tokens/s, mean
+    ITL and TTFT (ms), preemptions, and the decode-only step and total at the same concurrency,
+    from `decode`: decode only at the closed loop's average context (prompt + half the answer)."""
+
+    clients: np.ndarray
+    requests: np.ndarray
+    output_tps: np.ndarray
+    itl_ms: np.ndarray
+    ttft_ms: np.ndarray
+    preemptions: np.ndarray
+    decode_step_ms: np.ndarray
+    decode_total: np.ndarray
+    decode: Curves
+
+
+@dataclass(frozen=True, eq=False)
 class Readout(UsedLimits, Selection):
     # the selection (the limits as the engine uses them: vLLM's defaults or the learner's own)
     context: int
@@ -85,5 +102,50 @@ class Readout(UsedLimits, Selection):
     anim_open: int
     anim_last: int
     anim_at_pick: bool  # it opens at the star (else the engine stops short of it, or no pick)
+    # the scheduling mode (every number is in it) and the other mode's single-sequence step
+    async_on: bool
+    overhead_ms: float
+    one_step_other_ms: float
+    # the closed loop: prompts keep arriving (has_closed: it could run with these settings)
+    output_tokens: int
+    cl_prompt: int
+    prompt_cut: bool  # the context was cut so that prompt + output fit the model
+    model_max_len: int
+    mid_context: int  # what a sequence holds halfway through its answer
+    has_closed: bool
+    no_closed: bool
+    cl_async: bool
+    cl_sync: bool
+    cl_rounds: int  # requests per client (closed_loop.ROUNDS), fewer where a run is slow
+    cl_held: int  # what the engine holds at once: max_num_seqs or the KV cache at prompt + output
+    cl_first: int
+    cl_max: int
+    cl_runs: int
+    cl_requests_max: int
+    cl_pick: int  # the largest concurrency run whose mean ITL meets the target (0: none)
+    has_cl_pick: bool
+    no_cl_pick: bool
+    # the comparison with decode only, at the pick (cmp_pick), at what the engine holds if that is
+    # less (cmp_capped), else at the largest concurrency run that the engine holds (cmp_other)
+    cmp_n: int
+    cmp_pick: bool
+    cmp_capped: bool  # the pick is more than the engine holds: compared at what it holds
+    cmp_other: bool
+    cmp_requests: int
+    cmp_itl_ms: float
+    cmp_step_ms: float
+    cmp_itl_ratio: float
+    cmp_itl_extra_ms: float
+    cmp_tput: float
+    cmp_decode_total: float
+    cmp_tput_share: float
+    cmp_ttft_ms: float
+    cmp_mixed_share: float
+    cmp_mixed_ms: float
+    cmp_pure_ms: float
+    cmp_itl_other_ms: float  # the same run in the other scheduling mode
+    cmp_over_target: bool  # the decode-only picture meets the target there, the closed loop not
+    cmp_within_target: bool
     # what the charts draw
     curves: Curves
+    loop: ClosedLoop

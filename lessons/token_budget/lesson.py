@@ -8,7 +8,9 @@ caching on, and an earlier conversation that carried the same first tokens) lowe
 prompt still needs. One timed run (sim.timed) on the chosen GPU and model gives the timeline
 and the clock, sim.metrics the time to first token. Speculative decoding is not in the scheduler
 engine yet, so its part is the budget arithmetic of the same rule (`spec_arithmetic`), labelled
-as such on the page.
+as such on the page. The runs use vLLM's synchronous scheduler, as the recording does;
+`Setting.async_scheduling` runs the same scene with the AsyncScheduler (the tests check that it
+schedules the same tokens in every step, which the text says).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class Setting:
     running: int
     prompt: int
     cached: int
+    async_scheduling: bool = False  # the page always runs synchronous, as the recording
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,6 +146,7 @@ def _config(s: Setting) -> SchedulerConfig:
         max_num_batched_tokens=s.budget,
         max_num_seqs=s.seqs,
         enable_prefix_caching=s.cached > 0,
+        async_scheduling=s.async_scheduling,
     )
 
 
