@@ -74,10 +74,11 @@ class Params(limits.Limits, shared.Deployment):
     async_scheduling: bool = control(
         False,
         Toggle(
-            "Async scheduling (vLLM's default in deployments)",
+            "Async scheduling",
             key="async",
-            help="vLLM's AsyncScheduler: it schedules the next step while the GPU runs this one, "
-            "before it has this step's output. Off: the synchronous Scheduler, one step at a time.",
+            help="vLLM's AsyncScheduler, the default in real deployments: it schedules the next "
+            "step while the GPU runs this one, before it has this step's output. Off: the "
+            "synchronous Scheduler, one step at a time.",
         ),
     )
 
