@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +25,7 @@ from sim.scheduler import Engine, run_steps
 from sim.sweep import sweep_values
 from sim.timed import deployment, run_timed, run_with_timer
 from sim.workload import Workload
+from tests.test_cli_sched import _assert_one_line_error, _sim
 
 ROOT = Path(__file__).parent.parent
 
@@ -240,46 +239,13 @@ def test_random_closed_loops(clients, n, blocks, seqs, asynchronous, caching, se
 
 
 def test_command_line_runs_a_closed_loop():
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sim",
-            "simulate",
-            "--gpu",
-            "H100-SXM",
-            "--model",
-            "Llama-3.1-8B",
-            "--workload",
-            "concurrency:clients=8,n=40,prompt=uniform:64:512,output=uniform:8:64,seed=1",
-            "--async-scheduling",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    dep = ("--gpu", "H100-SXM", "--model", "Llama-3.1-8B")
+    spec = "concurrency:clients=8,n=40,prompt=uniform:64:512,output=uniform:8:64,seed=1"
+    proc = _sim("simulate", *dep, "--workload", spec, "--async-scheduling")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["num_finished"] == 40
     assert out["ttft_ms"]["mean"] > 0 and set(out["e2e_s"]) == {"p50", "p90", "p99", "max", "mean"}
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sim",
-            "simulate",
-            "--gpu",
-            "H100-SXM",
-            "--model",
-            "Llama-3.1-8B",
-            "--workload",
-            "concurrency:clients=0,n=40",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert bad.returncode == 2 and bad.stdout == ""
+    bad = _sim("simulate", *dep, "--workload", "concurrency:clients=0,n=40")
+    _assert_one_line_error(bad, "clients=0 must be at least 1")
     assert bad.stderr.strip() == "error: clients=0 must be at least 1"
