@@ -35,7 +35,12 @@ class Lesson:
         return self.folder / "text.md"
 
     def bank(self) -> Bank:
-        return load_bank(self.folder / "quiz.toml")
+        """The lesson's questions; predict-then-reveal ones filled from its run (predict.py)."""
+        bank = load_bank(self.folder / "quiz.toml")
+        if not any(q.computed for q in bank.questions):
+            return bank
+        module = importlib.import_module(f"lessons.{self.id}.predict")
+        return module.filled(bank)
 
     def exercises(self) -> tuple[ExerciseSpec, ...]:
         module = importlib.import_module(f"lessons.{self.id}.exercise")

@@ -8,11 +8,16 @@ full block, the free queue (freed unhashed blocks at the front, freed hashed blo
 LRU order, allocation from the front evicting hashes), and the hash map whose first entry a lookup
 returns. Block identity (shared with the reference scheduler): block j of request r is
 ("p", prefix_id, j) while it lies inside the request's shared prefix, else ("r", r, j).
+
+With `hashing=False` the same pool keeps block ids with prefix caching off (nothing is hashed,
+so every freed block goes to the front of the free queue): sim/blocks.py traces a run's block
+tables with it, for the lessons that draw the pool block by block.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -37,8 +42,11 @@ class PrefixCachePool:
         block_size: int,
         prefix_id: np.ndarray,
         prefix_tokens: np.ndarray,
+        *,
+        hashing: bool = True,
     ) -> None:
         self.block_size = block_size
+        self.hashing = hashing  # False: prefix caching off, ids only (no hash, no hit)
         # Unhashed free blocks: interchangeable; the end of the list is the front of the queue.
         self._free_unhashed: list[int] = list(range(num_gpu_blocks - 1, 0, -1))
         # Hashed free blocks in queue order (first = next to be evicted).
@@ -67,6 +75,8 @@ class PrefixCachePool:
         """Cached blocks a request with `num_tokens` known tokens would hit (longest run of full
         blocks, capped at num_tokens - 1 tokens), and how many of them sit in the free queue."""
         hits: list[int] = []
+        if not self.hashing:
+            return hits, 0
         for j in range((num_tokens - 1) // self.block_size):
             blocks = self._cached.get(self._key(r, j))
             if not blocks:
@@ -103,6 +113,8 @@ class PrefixCachePool:
 
     def cache(self, r: int, num_full_blocks: int) -> None:
         """Hash r's blocks that are now full of known, scheduled tokens (never un-hashes)."""
+        if not self.hashing:
+            return
         table = self._tables[r]
         for j in range(int(self.num_cached[r]), num_full_blocks):
             b = table[j]
@@ -124,3 +136,9 @@ class PrefixCachePool:
                     self._free_unhashed.append(b)
         table.clear()
         self.num_cached[r] = 0
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every request's block table, concatenated in request order, and the free blocks that
+        keep a hash (in eviction order: the first is the next to be evicted)."""
+        ids = np.fromiter(chain.from_iterable(self._tables), dtype=np.int32)
+        return ids, np.fromiter(self._lru, dtype=np.int32, count=len(self._lru))

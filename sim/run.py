@@ -8,6 +8,7 @@ Under async scheduling a step's `kv_blocks_used` and `num_finished` are those me
 output was processed (after the next step's schedule), as vLLM's async recordings have them.
 `detail` holds, only when asked for, the per-step lists (scheduled pairs, preempted, finished,
 new, resumed, sampled, running and waiting order) that a replay turns into vLLM's JSON schema.
+`blocks`, only for a run traced block by block (sim/blocks.py), holds every step's block tables.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.blocks import BlockTrace
 from sim.config import SchedulerConfig
 from sim.workload import Workload
 
@@ -76,6 +78,7 @@ class Run:
     finish_s: np.ndarray
     scheduler_seconds: float = 0.0
     detail: list[StepDetail] | None = field(default=None)
+    blocks: BlockTrace | None = field(default=None)  # block tables per step (trace_blocks)
 
     @property
     def total_preemptions(self) -> int:

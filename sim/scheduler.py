@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.async_sched import AsyncMixin
+from sim.blocks import BlockTraceLog
 from sim.closed_loop import ClosedLoopMixin
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
@@ -157,6 +158,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         batch_quiet_runs: bool = True,
         stop_at_max_steps: bool = False,
         prepared: Prepared | None = None,
+        trace_blocks: bool = False,
     ) -> None:
         if not isinstance(config, SchedulerConfig):
             raise SimInputError("config must be a SchedulerConfig")
@@ -166,8 +168,10 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         self.wl = workload
         self.timer = timer
         self.timed = timer is not None
-        self.record_detail = record_detail
-        self.batch_quiet_runs = batch_quiet_runs  # False: one step at a time (for tests)
+        # trace_blocks: every step one at a time through the block pool, its tables recorded
+        self.trace_blocks = trace_blocks
+        self.record_detail = record_detail or trace_blocks
+        self.batch_quiet_runs = batch_quiet_runs and not trace_blocks  # False: step by step
         self.window_len = 64  # planning length of the next window (adapts, sim/window.py)
         self.stop_at_max_steps = stop_at_max_steps
         self.max_steps = DEFAULT_MAX_STEPS if max_steps is None else int(max_steps)
@@ -233,17 +237,19 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
                 self.bs,
                 np.asarray(workload.prefix_id, dtype=np.int64),
                 np.asarray(workload.prefix_tokens, dtype=np.int64),
+                hashing=config.enable_prefix_caching,
             )
-            if config.enable_prefix_caching
+            if config.enable_prefix_caching or trace_blocks
             else None
         )
+        self.traced = BlockTraceLog() if trace_blocks else None
 
         self.step = 0  # number of steps done
         self.now_s = 0.0
         self.log = _StepLog()
         self.tok_req: list[np.ndarray] = []
         self.tok_step: list[np.ndarray] = []
-        self.detail: list[StepDetail] | None = [] if record_detail else None
+        self.detail: list[StepDetail] | None = [] if self.record_detail else None
         self.arrived_now = _EMPTY
 
     # ----------------------------------------------------------------------------- arrivals
@@ -430,6 +436,8 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
                 break
             if alloc + evictable + wm > free:
                 break
+            if self.traced is not None:
+                self.traced.looked_up += nt  # the tokens this admission looked up in the cache
             pool.take_hits(r, hits)
             pool.allocate(r, alloc)
             pool.cache(r, (hit_tok + c) // bs)
@@ -453,6 +461,10 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         comp = self.computed[idx]
         if full is None:
             full = np.minimum(comp + c, self.num_tokens[idx]) // self.bs
+        if not pool.hashing:  # block ids only (sim/blocks.py): allocate, hash nothing
+            for r, nr in zip(idx[need > 0].tolist(), need[need > 0].tolist(), strict=True):
+                pool.allocate(r, nr)
+            return
         touch = np.flatnonzero((c > 0) & ((need > 0) | (full > pool.num_cached[idx])))
         for r, nr, nf in zip(
             idx[touch].tolist(), need[touch].tolist(), full[touch].tolist(), strict=True
@@ -555,6 +567,9 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
                 )
             )
         self.step = k
+        if self.traced is not None:  # the end of the turn: this schedule and output processed
+            used = self.usable - self.pool.num_free
+            self.traced.add(self.pool, self.blocks, self.computed, int(self.hit_tokens.sum()), used)
         if fin.shape[0] and not self.async_sched:
             self.running = R[self.status[R] == RUNNING]
         if total == 0 and R.shape[0] == 0 and W.shape[0] and pre.shape[0] == 0:
@@ -652,6 +667,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
             finish_s=finish_s,
             scheduler_seconds=seconds,
             detail=self.detail,
+            blocks=None if self.traced is None else self.traced.trace(self.cfg),
             **cols,
         )
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lessons.kit import anim
-from lessons.kit.figures import FREE, NULL, axis, block_grid
+from lessons.kit.figures import CACHED, FREE, NULL, OUTSIDE, axis, block_grid, unpack
 from lessons.theme import palette
 
 
@@ -48,11 +48,11 @@ def test_reopen_copies_and_moves_to_a_frame():
 
 
 def test_the_block_grid_draws_the_pool_cell_for_cell():
-    owner = np.array([NULL, 0, 0, 1, FREE, 2, FREE])
+    owner = np.array([NULL, 0, 0, 1, FREE, 2, CACHED])
     trace = block_grid(owner, columns=4)
-    z = np.array(trace["z"], dtype=float)
+    z = unpack(trace["z"]).astype(float)
     assert z.shape == (2, 4)
-    assert z.ravel()[:7].tolist() == owner.tolist() and np.isnan(z.ravel()[7])
+    assert z.ravel()[:7].tolist() == owner.tolist() and z.ravel()[7] == OUTSIDE
     # every request's cells get that request's palette colour, free and null their own
     scale = trace["colorscale"]
     span = trace["zmax"] - trace["zmin"]
@@ -64,6 +64,9 @@ def test_the_block_grid_draws_the_pool_cell_for_cell():
         )
 
     assert colour(1) == palette()[1] and colour(FREE) != colour(NULL)
+    cells = (FREE, NULL, CACHED, OUTSIDE, 0, 1)
+    assert len({colour(c) for c in cells}) == len(cells)
+    assert "#000000" not in {colour(r) for r in range(3)}  # black is the null block's
 
 
 def test_axis_titles_need_a_unit():

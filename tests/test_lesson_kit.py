@@ -34,18 +34,28 @@ def built(request):
     return request.param, mod, mod.build(mod.Params())
 
 
-def test_every_placeholder_and_condition_names_a_readout_field(built):
-    lesson_id, _, readout = built
+def _fits(section, readout) -> bool:
     fields = {f.name: getattr(readout, f.name) for f in dataclasses.fields(readout)}
+    if section.when is not None and not isinstance(fields.get(section.when), bool):
+        return False
+    return not story.placeholders(section.body) - set(fields)
+
+
+def test_every_placeholder_and_condition_names_a_readout_field(built):
+    """Each section is filled by one of the lesson's readouts (`readouts(p)` where a lesson has
+    several, else its build), except the sections it fills with values of their own
+    (`OWN_VALUES`: names, or prefixes ending in "-") and the exercises'."""
+    lesson_id, mod, readout = built
+    params = mod.Params()
+    readouts = mod.readouts(params) if hasattr(mod, "readouts") else (readout,)
+    own = ("exercise-", *getattr(mod, "OWN_VALUES", ()))
     path = ROOT / "lessons" / lesson_id / "text.md"
     for section in story.parse(path):
-        if section.name.startswith("exercise-"):
-            continue  # filled by the exercise's own numbers
-        if section.when is not None:
-            assert isinstance(fields.get(section.when), bool), (section.name, section.when)
-        missing = story.placeholders(section.body) - set(fields)
-        assert not missing, f"{lesson_id} section {section.name!r} names {missing}"
-        section.fill(readout)  # format specs fit the values
+        if any(section.name == o or (o.endswith("-") and section.name.startswith(o)) for o in own):
+            continue
+        filled = [r for r in readouts if _fits(section, r)]
+        assert filled, f"{lesson_id} section {section.name!r}: no readout has its fields"
+        section.fill(filled[0])  # format specs fit the values
 
 
 def test_every_control_accepts_its_default_and_its_extremes(built):

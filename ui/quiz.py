@@ -67,7 +67,7 @@ def _graded(answer: Answer, explanation: str) -> Feedback:
     return feedback_for(written[0], prog.log, course(), explanation)
 
 
-def _check_question(lesson: Lesson, question_id: str, radio_key: str) -> None:
+def _check_question(lesson: Lesson, question_id: str, radio_key: str, on_checked=None) -> None:
     choice = st.session_state.get(radio_key)
     key = question_key(lesson.id, question_id)
     if choice is None:
@@ -79,6 +79,8 @@ def _check_question(lesson: Lesson, question_id: str, radio_key: str) -> None:
     _feedback()[key] = _graded(
         grade_question(bank, question_id, choice), bank.question(question_id).explanation
     )
+    if on_checked is not None:
+        on_checked()
 
 
 def _clear_feedback(key: str) -> None:
@@ -93,34 +95,40 @@ def _answered_before(key: str) -> None:
     st.caption(section(SITE_TEXT, "quiz-answered-right" if first else "quiz-answered-wrong"))
 
 
+def render_question(lesson: Lesson, q, number: int, where: str = "quiz", on_checked=None) -> None:
+    """One question card: its choices, Check and the feedback. `where` keeps the widget keys of
+    a card drawn twice on a page (a predict question above its animation and in the quiz)
+    apart; `on_checked()` runs after a Check has graded an answer."""
+    key = question_key(lesson.id, q.id)
+    radio_key = _slug(where, lesson.id, q.id)
+    with st.container(border=True):
+        st.markdown(f"**{number}.** {q.prompt}")
+        st.radio(
+            f"Answer to question {number}",
+            q.shown_choices,
+            index=None,
+            key=radio_key,
+            label_visibility="collapsed",
+            on_change=_clear_feedback,
+            args=(key,),
+        )
+        st.button(
+            "Check",
+            key=f"{radio_key}-check",
+            on_click=_check_question,
+            args=(lesson, q.id, radio_key, on_checked),
+        )
+        if st.session_state.get(f"{radio_key}-empty"):
+            st.warning(section(SITE_TEXT, "quiz-empty"))
+        _answered_before(key)
+        _show(_feedback().get(key), question=True)
+
+
 def render_quiz(lesson: Lesson) -> None:
     """Every question of a lesson's bank, each with its own Check button and feedback."""
-    feedback = _feedback()
     st.caption(section(SITE_TEXT, "quiz-first-answer-rule", XP_RULES))
     for number, q in enumerate(lesson.bank().questions, start=1):
-        key = question_key(lesson.id, q.id)
-        radio_key = _slug("quiz", lesson.id, q.id)
-        with st.container(border=True):
-            st.markdown(f"**{number}.** {q.prompt}")
-            st.radio(
-                f"Answer to question {number}",
-                q.shown_choices,
-                index=None,
-                key=radio_key,
-                label_visibility="collapsed",
-                on_change=_clear_feedback,
-                args=(key,),
-            )
-            st.button(
-                "Check",
-                key=f"{radio_key}-check",
-                on_click=_check_question,
-                args=(lesson, q.id, radio_key),
-            )
-            if st.session_state.get(f"{radio_key}-empty"):
-                st.warning(section(SITE_TEXT, "quiz-empty"))
-            _answered_before(key)
-            _show(feedback.get(key), question=True)
+        render_question(lesson, q, number)
 
 
 def _check_exercise(lesson: Lesson, spec: ExerciseSpec, seed: int, value_key: str) -> None:

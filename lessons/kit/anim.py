@@ -51,11 +51,12 @@ def _jump_args(name: str) -> list:
 
 
 def _open_at(figure: dict, frame: dict) -> None:
-    """Make the figure's initial state the given frame (its traces and layout changes)."""
+    """Make the figure's initial state the given frame: its traces merged into the figure's (as
+    Plotly merges a frame, so a frame may carry only what changes) and its layout changes."""
     data = figure["data"]
     indices = frame.get("traces", list(range(len(frame["data"]))))
     for index, trace in zip(indices, frame["data"], strict=True):
-        data[index] = trace
+        data[index] = {**data[index], **trace}
     for key, value in frame.get("layout", {}).items():
         figure["layout"][key] = value
 

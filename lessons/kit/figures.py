@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 
 import numpy as np
@@ -120,25 +121,55 @@ def bars(
     return {**trace, **extra}
 
 
-FREE, NULL = -1, -2
+FREE, NULL, CACHED = -1, -2, -3  # as sim.blocks.owners marks them
+OUTSIDE = -4  # a cell of the last row past the end of the pool
+CACHED_TINT = "#b9dcec"  # a free block that still holds a cached prefix: a pale "kv" blue
+FREE_TINT = "#eeeeee"
+
+
+def grid_z(owner: np.ndarray, columns: int = 64) -> dict:
+    """The heatmap z of a block grid: rows of `columns` blocks, OUTSIDE past the end of the pool.
+    It goes to the browser as a packed typed array (Plotly's base64 `bdata` with a shape), one
+    byte per block for up to 127 requests, a third of the size of a JSON list. A frame of an
+    animated grid carries only this."""
+    owner = np.asarray(owner)
+    rows = -(-owner.size // columns)
+    small = owner.size == 0 or int(owner.max()) < 127
+    z = np.full(rows * columns, OUTSIDE, dtype=np.int8 if small else np.int16)
+    z[: owner.size] = owner
+    return {
+        "dtype": "i1" if small else "i2",
+        "bdata": base64.b64encode(z.tobytes()).decode("ascii"),
+        "shape": f"{rows}, {columns}",
+    }
+
+
+def unpack(value: object) -> np.ndarray:
+    """A packed typed array (`grid_z`) back as a NumPy array; other values as they are."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(n) for n in str(value.get("shape", arr.size)).split(",")]
+        return arr.reshape(shape)
+    return np.asarray(value)
 
 
 def block_grid(owner: np.ndarray, columns: int = 64, *, owners: int | None = None) -> dict:
     """The KV pool as a heatmap: cell b is block b, coloured by the request that holds it.
 
-    `owner[b]` is the request index holding block b, FREE (-1) for a free block, NULL (-2) for
-    vLLM's null block (block 0, never handed out). Returns one heatmap trace; cells past the end
-    of the pool are blank (NaN). Colours cycle through the theme palette by request.
+    `owner[b]` is the request index holding block b, FREE (-1) for a free block, CACHED (-3) for
+    a free block that keeps a cached prefix (prefix caching), NULL (-2) for vLLM's null block
+    (block 0, never handed out). Returns one heatmap trace; cells past the end of the pool are
+    white. Request colours cycle through the theme palette without its black (the null
+    block's); `owners` is the number of requests (default: the largest index seen plus one).
     """
     owner = np.asarray(owner, dtype=np.int64)
     rows = -(-owner.size // columns)
-    z = np.full(rows * columns, np.nan)
-    z[: owner.size] = owner
-    pal = palette()
+    pal = [c for c in palette() if c.lower() != "#000000"]
     k = len(pal)
-    # z -> colour: NULL black, FREE light grey, request r -> palette[r % k]; discrete scale.
-    zmin, zmax = NULL, (owners if owners is not None else max(int(owner.max(initial=0)), 0) + 1)
-    stops = [(NULL, INK), (FREE, "#eeeeee")] + [(r, pal[r % k]) for r in range(zmax)]
+    zmin, zmax = OUTSIDE, (owners if owners is not None else max(int(owner.max(initial=0)), 0) + 1)
+    zmax = max(zmax, 1)
+    stops = [(OUTSIDE, "#ffffff"), (CACHED, CACHED_TINT), (NULL, INK), (FREE, FREE_TINT)]
+    stops += [(r, pal[r % k]) for r in range(zmax)]
     span = zmax - zmin
     scale = []
     for value, c in stops:
@@ -146,7 +177,7 @@ def block_grid(owner: np.ndarray, columns: int = 64, *, owners: int | None = Non
         scale += [[lo, c], [min(hi, 1.0), c]]
     return {
         "type": "heatmap",
-        "z": z.reshape(rows, columns).tolist(),
+        "z": grid_z(owner, columns),
         "zmin": zmin,
         "zmax": zmax,
         "colorscale": scale,
@@ -154,7 +185,9 @@ def block_grid(owner: np.ndarray, columns: int = 64, *, owners: int | None = Non
         "xgap": 1,
         "ygap": 1,
         "hovertemplate": "block %{customdata}<extra></extra>",
-        "customdata": np.arange(rows * columns).reshape(rows, columns).tolist(),
+        "customdata": np.where(
+            np.arange(rows * columns) < owner.size, np.arange(rows * columns), -1
+        ).reshape(rows, columns),
     }
 
 

@@ -5,6 +5,12 @@ index of the correct choice, 0-based), explanation and optionally xp (default 10
 the choices shuffled (`Question.shown_choices`); answers are graded by text, not position.
 Loading fails loudly on a malformed bank (duplicate ids, an answer out of range), so a typo is
 caught by the tests rather than by a learner.
+
+A question with `computed = "name"` is a predict-then-reveal question about a simulated run: its
+choices and answer come from the run, not from the file. The file gives the prompt and the
+explanation as templates; the lesson's predict.py fills them (`Question.resolved`) and the
+course hands out the filled bank (lessons/course.py), so grading stays by text as for any
+question.
 """
 
 from __future__ import annotations
@@ -28,6 +34,23 @@ class Question:
     answer: int
     explanation: str
     xp: int = XP_PER_QUESTION
+    computed: str = ""  # predict-then-reveal: the lesson's predict.py fills choices and answer
+
+    def resolved(self, choices: tuple[str, ...], answer: int, values: dict) -> Question:
+        """This computed question with its choices, answer and filled templates."""
+        if len(choices) < 2 or len(set(choices)) != len(choices) or not 0 <= answer < len(choices):
+            raise BankError(
+                f"question {self.id}: computed choices must be distinct, answer in range"
+            )
+        return Question(
+            id=self.id,
+            prompt=self.prompt.format_map(values),
+            choices=tuple(choices),
+            answer=answer,
+            explanation=self.explanation.format_map(values),
+            xp=self.xp,
+            computed=self.computed,
+        )
 
     @property
     def correct_choice(self) -> str:
@@ -72,6 +95,25 @@ def load_bank(path: str | Path) -> Bank:
         raise BankError(f'{path}: needs a top-level lesson = "id"')
     questions = []
     for i, q in enumerate(raw.get("question", []), start=1):
+        if "computed" in q:
+            missing = {"id", "prompt", "explanation"} - set(q)
+            if missing or "choices" in q or "answer" in q:
+                raise BankError(
+                    f"{path}: computed question {i} needs id, prompt and explanation, and no "
+                    "choices or answer (the run gives them)"
+                )
+            questions.append(
+                Question(
+                    id=str(q["id"]),
+                    prompt=str(q["prompt"]).strip(),
+                    choices=(),
+                    answer=-1,
+                    explanation=str(q["explanation"]).strip(),
+                    xp=int(q.get("xp", XP_PER_QUESTION)),
+                    computed=str(q["computed"]),
+                )
+            )
+            continue
         missing = {"id", "prompt", "choices", "answer", "explanation"} - set(q)
         if missing:
             raise BankError(f"{path}: question {i} lacks {sorted(missing)}")

@@ -45,6 +45,7 @@ def chart_state(page: Page, index: int = 0) -> dict:
                 slider: gd._fullLayout.sliders?.[0]?.active ?? null,
                 y: fd.map(t => Array.from(t.y || [])),
                 x: fd.map(t => Array.from(t.x || [])),
+                z: fd.map(t => (t.z ? Array.from(t.z, row => Array.from(row).join(",")) : [])),
             };
         }""",
         index,

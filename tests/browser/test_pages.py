@@ -65,7 +65,7 @@ def test_every_animation_plays_and_pauses(page: Page, app_url: str, shots, lesso
         assert paused["current"] == still["current"], (
             f"{lesson.id}: Pause did not stop chart {index}"
         )
-        assert (still["y"], still["x"]) != (before["y"], before["x"]), (
+        assert (still["y"], still["x"], still["z"]) != (before["y"], before["x"], before["z"]), (
             f"{lesson.id}: chart {index} advanced frames but drew the same data"
         )
         chart.screenshot(path=str(shots / f"lesson_{lesson.id}_animation_{index}.png"))

@@ -1,0 +1,234 @@
+"""Figures of the lesson "When memory runs out", drawn from its Readout.
+
+- `pool`: the KV cache as a grid of blocks (the kit's block grid), animated over the run's steps,
+  with the blocks a victim loses marked in the frame of its preemption, and vLLM's readouts and
+  the step's events in the frame's title and caption;
+- `paging`: how many sequences fit, paged against a reservation of max_model_len each;
+- `classes`: preemptions and tail latency of each class under FCFS and PRIORITY;
+- `fixes`: preemptions and TTFT p99 of each what-if.
+
+Frames carry only what changes (the grid's z, the marks, the title and caption). Words a learner
+reads come from text.md (`labels` and the frame-* sections), filled here.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+
+import numpy as np
+
+from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.anim import animate, reopen
+from lessons.kit.figures import axis, bars, block_grid, grid_z
+from lessons.kit.words import join
+from lessons.memory.lesson import GRID_COLUMNS, at_step, frame_of
+from lessons.memory.readout import Comparison, Readout
+from lessons.theme import color
+
+TEXT = lesson("memory").text_path
+
+
+@cache
+def labels() -> dict[str, str]:
+    """The charts' and tables' words, from text.md's `labels` section (`- key :: words`; a
+    `{value}` in the words is filled by the caller)."""
+    body = next(s.body for s in story.parse(TEXT) if s.name == "labels")
+    pairs = (line.removeprefix("- ").split("::", 1) for line in body.splitlines() if "::" in line)
+    return {key.strip(): words.strip() for key, words in pairs}
+
+
+def _say(name: str, **values) -> str:
+    return story.text(TEXT, name, None, **values)
+
+
+def _cells(blocks: np.ndarray) -> tuple[list, list]:
+    b = np.asarray(blocks, dtype=np.int64)
+    return (b % GRID_COLUMNS).tolist() or [None], (b // GRID_COLUMNS).tolist() or [None]
+
+
+def _frame_words(r: Readout, k: int) -> tuple[str, str]:
+    """The title (vLLM's readouts) and the caption (what happened) of step k + 1."""
+    s = at_step(r, k + 1)
+    rate = f"{s.hit_rate_pct:.0f}%" if r.prefix_caching and s.looked_up else "–"
+    title = _say(
+        "frame-title",
+        step=s.step,
+        running=s.running,
+        waiting=s.waiting,
+        usage=s.usage_pct,
+        preemptions=s.preemptions,
+        rate=rate,
+    )
+    events = []
+    if s.preempted_now:
+        events.append(
+            _say(
+                "frame-preempted", names=s.preempted_names, blocks=s.freed_blocks, head=s.queue_head
+            )
+        )
+    if s.resumed_now:
+        events.append(
+            _say("frame-resumed", names=s.resumed_names, tokens=s.recompute_now, hits=s.hits_now)
+        )
+    if s.finished_now:
+        events.append(_say("frame-finished", names=s.finished_names))
+    queue = r.frames.waiting_order[k]
+    shown = join([r.frames.names[q] for q in queue[:8]]) + (" …" if len(queue) > 8 else "")
+    events.append(_say("frame-queue", queue=shown or "–"))
+    return title, "  ·  ".join(events)
+
+
+def pool(r: Readout, step: int) -> dict:
+    """The animated block grid, opening at the frame of `step` (built once per Readout)."""
+    return reopen(_pool(r), frame_of(r, step))
+
+
+@lru_cache(maxsize=8)
+def _pool(r: Readout) -> dict:
+    fr = r.frames
+    cut = r.grid_blocks
+    base = block_grid(fr.owners[0][:cut], GRID_COLUMNS, owners=len(fr.names))
+    rows = -(-cut // GRID_COLUMNS)
+    words = labels()
+    marks = {
+        "type": "scatter",
+        "mode": "markers",
+        "name": words["freed"],
+        "x": [None],
+        "y": [None],
+        "marker": {
+            "symbol": "x-thin",
+            "size": 9,
+            "line": {"width": 2, "color": color("highlight")},
+        },
+        "hoverinfo": "skip",
+    }
+    frames, names = [], []
+    for i, k in enumerate(fr.steps.tolist()):
+        title, caption = _frame_words(r, k)
+        freed = fr.freed_by_preemption[i]
+        xs, ys = _cells(freed[freed < cut])
+        frames.append(
+            {
+                "data": [
+                    {"type": "heatmap", "z": grid_z(fr.owners[i][:cut], GRID_COLUMNS)},
+                    {"type": "scatter", "x": xs, "y": ys},
+                ],
+                "traces": [0, 1],
+                "layout": {
+                    "title": {"text": title, "y": 0.995, "yref": "container", "yanchor": "top"},
+                    "annotations": [_caption(caption)],
+                },
+            }
+        )
+        names.append(str(k + 1))
+    figure = {
+        "data": [base, marks],
+        "layout": {
+            "height": max(360, 14 * rows + 300),
+            "xaxis": axis(
+                words["x"].format(columns=GRID_COLUMNS),
+                range=[-0.5, GRID_COLUMNS - 0.5],
+                showgrid=False,
+            ),
+            "yaxis": axis(
+                words["y"].format(columns=GRID_COLUMNS), autorange="reversed", showgrid=False
+            ),
+            "showlegend": False,  # the crosses are explained in the text above the grid
+            "margin": {"t": 110},
+        },
+    }
+    return animate(figure, frames, names)
+
+
+def _caption(text: str) -> dict:
+    return {
+        "text": text,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0,
+        "y": 1.0,
+        "xanchor": "left",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "align": "left",
+    }
+
+
+def paging(r: Readout) -> dict:
+    """Sequences of the run's average length that fit the pool: paged, or reserved in full."""
+    words = labels()
+    names = [words["paged"], words["static"]]
+    return {
+        "data": [
+            bars(names, [r.paged_seqs, r.static_seqs], words["seqs"], "kv", horizontal=False),
+        ],
+        "layout": {
+            "title": {"text": words["title-paging"]},
+            "height": 340,
+            "xaxis": axis(words["method"]),
+            "yaxis": axis(words["seqs-axis"], rangemode="tozero"),
+            "showlegend": False,
+        },
+    }
+
+
+def classes(r: Comparison) -> dict:
+    """Per class, under each policy: preemptions (left) and TTFT p99 (right)."""
+    words = labels()
+    rows = r.class_rows
+    traces = []
+    for policy, role in (("FCFS", "decode"), ("PRIORITY", "prefill")):
+        mine = [row for row in rows if row.policy == policy]
+        cls = [words[row.cls] for row in mine]
+        traces.append(bars(cls, [row.preemptions for row in mine], policy, role))
+        traces.append(
+            bars(
+                cls,
+                [row.ttft_p99_ms / 1e3 for row in mine],
+                policy,
+                role,
+                xaxis="x2",
+                yaxis="y2",
+                showlegend=False,
+            )
+        )
+    return {
+        "data": traces,
+        "layout": {
+            "title": {"text": words["title-classes"]},
+            "height": 400,
+            "barmode": "group",
+            "xaxis": axis(words["class"], domain=[0, 0.44]),
+            "yaxis": axis(words["preemptions-axis"], rangemode="tozero"),
+            "xaxis2": axis(words["class"], domain=[0.56, 1], anchor="y2"),
+            "yaxis2": axis(words["ttft-axis"], anchor="x2", rangemode="tozero"),
+        },
+    }
+
+
+def fixes(r: Comparison) -> dict:
+    """Each what-if: preemptions (left) and TTFT p99 (right), as horizontal bars."""
+    words = labels()
+    names = [fix_label(f) for f in r.fixes][::-1]
+    pre = [f.preemptions for f in r.fixes][::-1]
+    ttft = [f.ttft_p99_ms / 1e3 for f in r.fixes][::-1]
+    return {
+        "data": [
+            bars(pre, names, words["preemptions"], "recompute", horizontal=True),
+            bars(ttft, names, words["ttft"], "decode", horizontal=True, xaxis="x2"),
+        ],
+        "layout": {
+            "title": {"text": words["title-fixes"]},
+            "height": 150 + 44 * len(names),
+            "xaxis": axis(words["preemptions-axis"], domain=[0, 0.46], rangemode="tozero"),
+            "xaxis2": axis(words["ttft-axis"], domain=[0.54, 1], anchor="y", rangemode="tozero"),
+            "yaxis": axis(words["fix-axis"], automargin=True),
+        },
+    }
+
+
+def fix_label(fix) -> str:
+    """A what-if's name, with its value (text.md labels `fix-<key>`)."""
+    return labels()[f"fix-{fix.key}"].format(value=fix.detail)

@@ -1,0 +1,386 @@
+"""Lesson "When memory runs out": its controls (Params), the workload, build(p) and at_step.
+
+A batch job of BATCH requests is queued at 0 s (priority 1, less important) and interactive
+requests (priority 0) arrive as a Poisson stream at the learner's rate, all with the learner's
+prompt and output lengths (each drawn within +-50%, one fixed seed). The KV pool comes from the
+catalogs (`sim.models.kv_pool` at the learner's gpu_memory_utilization) or is set in blocks.
+`sim.traced.run_traced` runs it on the cost model's clock with every step's block tables, which
+is what the grid draws; runs.py makes the comparisons (the other policy, the other prefix-caching
+setting, the other scheduling mode, the fixes), each a run of its own on the same workload.
+
+A prompt of max_model_len tokens or more never reaches the scheduler (vLLM's front end refuses
+it), so such requests are left out of the run and counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from lessons.kit import limits, shared
+from lessons.kit.anim import MAX_FRAMES
+from lessons.kit.controls import BadValue, Choice, Integer, Steps, Toggle, control, shown
+from lessons.kit.selection import selection, used_limits
+from lessons.memory import runs
+from lessons.memory.readout import Comparison, Readout, StepReadout
+from lessons.memory.trace import Frames, frames_of, victims_of
+from sim.config import SchedulerConfig
+from sim.cost import Deployment
+from sim.kv import cdiv
+from sim.models import kv_pool
+from sim.run import Run
+from sim.timed import timer_for
+from sim.traced import run_traced
+from sim.workload import Workload
+
+PREFIX = "mem"
+# text.md sections filled with values of their own, not a readout's (figures.py, ui/predict.py)
+OWN_VALUES = ("labels", "frame-", "predict-revealed")
+STEP_KEY = f"{PREFIX}-step"
+BLOCK_SIZE: int = next(
+    f.default for f in dataclasses.fields(SchedulerConfig) if f.name == "block_size"
+)
+BATCH = 16  # batch requests queued at 0 s
+INTERACTIVE = 24  # interactive requests arriving at the chosen rate
+SEED = 7
+SPREAD = 0.5  # lengths are drawn uniformly within +-50% of the chosen ones
+GRID_MAX_BLOCKS = 4096  # the grid draws at most this many blocks (see Readout.grid_blocks)
+GRID_COLUMNS = 64
+FRAME_CELLS = 400_000  # cells in all frames together: keeps the figure under 1 MB
+POOL_FROM = ("memory", "blocks")
+PROMPTS = (128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096)
+OUTPUTS = (32, 64, 128, 192, 256, 384, 512)
+RATES = (0.5, 1, 2, 4, 8, 16, 32)
+MAX_MODEL_LENS = (1024, 2048, 4096, 8192, 16384, 32768, 131072)
+WATERMARKS = (0.0, 0.01, 0.02, 0.05, 0.1)
+UTILIZATIONS = (50, 98)  # gpu_memory_utilization in percent: the slider's range
+
+
+def _pool_name(value: str) -> str:
+    return {"memory": "GPU memory", "blocks": "blocks"}[value]
+
+
+def _rate_name(value: float) -> str:
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Params(limits.Limits, shared.Deployment):
+    """Everything the lesson's controls set."""
+
+    gpu: str = shared.gpu("L4")
+    pool_from: str = control(
+        "memory",
+        Choice(
+            "KV cache pool sized from",
+            key="pool",
+            options=POOL_FROM,
+            format=_pool_name,
+            help="From GPU memory: what vLLM would give the cache on this GPU after the weights "
+            "(sim.models.kv_pool). A number of blocks: set the pool directly.",
+        ),
+    )
+    gpu_memory_utilization: int = control(
+        90,
+        Integer(
+            "gpu_memory_utilization (% of GPU memory vLLM may use)",
+            key="util",
+            lo=UTILIZATIONS[0],
+            hi=UTILIZATIONS[1],
+            main=True,
+        ),
+    )
+    num_gpu_blocks: int = control(
+        1200,
+        Integer(f"Pool (blocks of {BLOCK_SIZE} tokens)", key="blocks", lo=100, hi=4000, step=50),
+    )
+    prompt_tokens: int = control(
+        1024, Steps("Prompt length (tokens, each within ±50%)", key="prompt", options=PROMPTS)
+    )
+    output_tokens: int = control(
+        192, Steps("Output length (tokens, each within ±50%)", key="output", options=OUTPUTS)
+    )
+    rate: float = control(
+        4,
+        Choice(
+            "Interactive arrivals (requests per second)",
+            key="rate",
+            options=RATES,
+            format=_rate_name,
+        ),
+    )
+    max_model_len: int = control(
+        8192,
+        Steps(
+            "max_model_len (tokens)",
+            key="mml",
+            options=MAX_MODEL_LENS,
+            help="The longest sequence vLLM accepts. Longer prompts are refused at the door.",
+        ),
+    )
+    policy: str = control(
+        "fcfs",
+        Choice(
+            "Policy",
+            key="policy",
+            options=("fcfs", "priority"),
+            format=str.upper,
+            main=True,
+            help="FCFS preempts the newest running request. PRIORITY preempts the least "
+            "important one (largest priority value, then the latest arrival).",
+        ),
+    )
+    prefix_caching: bool = control(
+        True,
+        Toggle(
+            "Prefix caching",
+            key="caching",
+            help="vLLM's default. A preempted request's full blocks keep their fingerprint "
+            "until another request needs them, and count as cache hits when it returns.",
+        ),
+    )
+    watermark: float = control(
+        0.0,
+        Choice(
+            "Watermark (share of the pool kept back from admissions)",
+            key="watermark",
+            options=WATERMARKS,
+            format=lambda w: f"{w:g}",
+        ),
+    )
+    async_scheduling: bool = control(
+        True,
+        Toggle(
+            "Async scheduling",
+            key="async",
+            help="vLLM's default in real deployments: the next step is scheduled before this "
+            "step's output is processed, so a finished request frees its blocks one step later.",
+        ),
+    )
+
+
+def show_pool_utilization(chosen: dict) -> bool:
+    return chosen.get("pool_from") == "memory"
+
+
+def show_pool_blocks(chosen: dict) -> bool:
+    return chosen.get("pool_from") == "blocks"
+
+
+SHOW_IF = {
+    "gpu_memory_utilization": show_pool_utilization,
+    "num_gpu_blocks": show_pool_blocks,
+}
+
+
+@lru_cache(maxsize=64)
+def workload(prompt_tokens: int, output_tokens: int, rate: float, max_model_len: int) -> Workload:
+    """The lesson's requests: BATCH batch ones at 0 s, then INTERACTIVE arriving at `rate`;
+    prompts of max_model_len tokens or more are left out (vLLM refuses them)."""
+    names, prompt, output, arrival, priority = _requests(prompt_tokens, output_tokens, rate)
+    keep = prompt < max_model_len
+    return Workload.build(
+        prompt[keep],
+        output[keep],
+        arrival_s=arrival[keep],
+        priority=priority[keep],
+        request_ids=tuple(np.array(names)[keep].tolist()),
+    )
+
+
+def _requests(prompt_tokens: int, output_tokens: int, rate: float) -> tuple:
+    rng = np.random.default_rng(SEED)
+    n = BATCH + INTERACTIVE
+    low, high = 1 - SPREAD, 1 + SPREAD
+    prompt = np.maximum(np.round(prompt_tokens * rng.uniform(low, high, n)), 1).astype(np.int64)
+    output = np.maximum(np.round(output_tokens * rng.uniform(low, high, n)), 1).astype(np.int64)
+    gaps = rng.exponential(1.0, INTERACTIVE) / rate
+    arrival = np.concatenate([np.zeros(BATCH), np.cumsum(gaps)])
+    priority = np.concatenate([np.ones(BATCH), np.zeros(INTERACTIVE)]).astype(np.int64)
+    names = [f"B{i + 1}" for i in range(BATCH)] + [f"I{i + 1}" for i in range(INTERACTIVE)]
+    return names, prompt, output, arrival, priority
+
+
+def refused(p: Params) -> int:
+    """Requests left out because their prompt is not shorter than max_model_len."""
+    _, prompt, _, _, _ = _requests(p.prompt_tokens, p.output_tokens, p.rate)
+    return int(np.count_nonzero(prompt >= p.max_model_len))
+
+
+def catalog_blocks(p: Params, budget: int, **change) -> tuple[int, bool]:
+    """(num_gpu_blocks, weights fit) from the catalogs for these settings (`change`: a what-if:
+    gpu, tp, kv_dtype or gpu_memory_utilization as a fraction)."""
+    args = {
+        "gpu": p.gpu,
+        "tp": p.tp,
+        "kv_dtype": None,
+        "gpu_memory_utilization": p.gpu_memory_utilization / 100,
+    } | change
+    pool = kv_pool(
+        args["gpu"],
+        p.model,
+        tp=args["tp"],
+        dtype=p.dtype,
+        kv_dtype=args["kv_dtype"],
+        gpu_memory_utilization=args["gpu_memory_utilization"],
+        block_size=BLOCK_SIZE,
+        max_num_batched_tokens=budget,
+    )
+    return pool.num_gpu_blocks, pool.fits
+
+
+def config(p: Params, budget: int, seqs: int, blocks: int, **change) -> SchedulerConfig:
+    """vLLM's scheduler settings for the lesson's run (`change`: SchedulerConfig fields)."""
+    cfg = SchedulerConfig(
+        max_num_batched_tokens=budget,
+        max_num_seqs=seqs,
+        max_model_len=p.max_model_len,
+        num_gpu_blocks=blocks,
+        block_size=BLOCK_SIZE,
+        enable_prefix_caching=p.prefix_caching,
+        policy=p.policy,
+        watermark=p.watermark,
+        async_scheduling=p.async_scheduling,
+    )
+    return dataclasses.replace(cfg, **change) if change else cfg
+
+
+def smallest_pool(wl: Workload, max_model_len: int) -> int:
+    """The fewest blocks (null block included) with which every request can run alone: its
+    longest sequence (prompt and answer, capped at max_model_len) must fit."""
+    longest = np.minimum(wl.prompt_tokens + wl.output_tokens, max_model_len)
+    return int(cdiv(int(longest.max()), BLOCK_SIZE)) + 1
+
+
+@dataclass(frozen=True, eq=False)
+class Setup:
+    """What one selection runs: the limits, the workload, the pool, the configuration."""
+
+    budget: int
+    asked_seqs: int
+    seqs: int
+    workload: Workload
+    catalog_blocks: int
+    weights_fit: bool
+    wanted_blocks: int
+    smallest: int
+    config: SchedulerConfig
+    deployment: Deployment
+
+
+def setup(p: Params) -> Setup:
+    budget, asked = limits.effective(
+        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
+    )
+    seqs = min(asked, budget)
+    wl = workload(p.prompt_tokens, p.output_tokens, p.rate, p.max_model_len)
+    catalog, fits = catalog_blocks(p, budget)
+    wanted = catalog if p.pool_from == "memory" else p.num_gpu_blocks
+    floor = smallest_pool(wl, p.max_model_len)
+    cfg = config(p, budget, seqs, max(wanted, floor))
+    dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
+    return Setup(budget, asked, seqs, wl, catalog, fits, wanted, floor, cfg, dep)
+
+
+@lru_cache(maxsize=16)
+def traced_run(p: Params) -> tuple[Setup, Run]:
+    """The selection's run with its block tables (shared by build and comparison)."""
+    s = setup(p)
+    timer = timer_for(s.deployment, async_scheduling=p.async_scheduling)
+    return s, run_traced(s.config, s.workload, timer)
+
+
+def comparison(p: Params) -> Comparison:
+    """The comparisons (runs.compare) for one selection: a few more runs, cached apart from
+    build() so that the grid does not wait for them."""
+    s, run = traced_run(p)
+    return runs.compare(
+        p,
+        s.config,
+        s.deployment,
+        s.workload,
+        run,
+        catalog_fn=lambda **change: catalog_blocks(p, s.budget, **change),
+        smallest=s.smallest,
+    )
+
+
+def build(p: Params) -> Readout:
+    """The traced run and every number the grid and its sections quote, for one selection."""
+    s, run = traced_run(p)
+    budget, asked, seqs, wl = s.budget, s.asked_seqs, s.seqs, s.workload
+    catalog, fits, wanted, floor = s.catalog_blocks, s.weights_fit, s.wanted_blocks, s.smallest
+    blocks = s.config.num_gpu_blocks
+    fr = frames_of(run, min(MAX_FRAMES, FRAME_CELLS // min(blocks, GRID_MAX_BLOCKS)))
+    victims = victims_of(run)
+    mean_seq = int(np.mean(np.minimum(wl.prompt_tokens + wl.output_tokens, p.max_model_len)))
+    return Readout(
+        **selection(p, dtype=p.dtype),
+        **used_limits(p, budget, seqs),
+        asked_seqs=asked,
+        limits_refused=asked > budget,
+        pool_from_memory=p.pool_from == "memory",
+        utilization=p.gpu_memory_utilization,
+        catalog_blocks=catalog,
+        weights_fit=fits,
+        pool_raised=wanted < floor,
+        wanted_blocks=wanted,
+        num_gpu_blocks=blocks,
+        usable=blocks - 1,
+        block_size=BLOCK_SIZE,
+        pool_tokens=(blocks - 1) * BLOCK_SIZE,
+        static_seqs=(blocks - 1) * BLOCK_SIZE // p.max_model_len,
+        paged_seqs=(blocks - 1) // int(cdiv(mean_seq, BLOCK_SIZE)),
+        mean_seq_tokens=mean_seq,
+        requests=wl.num_requests,
+        batch=int(np.count_nonzero(wl.priority == 1)),
+        interactive=int(np.count_nonzero(wl.priority == 0)),
+        refused=refused(p),
+        any_refused=refused(p) > 0,
+        policy=p.policy.upper(),
+        prefix_caching=p.prefix_caching,
+        async_scheduling=p.async_scheduling,
+        watermark=p.watermark,
+        max_model_len=p.max_model_len,
+        num_steps=int(run.num_steps),
+        **fr.summary(),
+        **victims.summary(),
+        grid_columns=GRID_COLUMNS,
+        grid_blocks=min(fr.grid_blocks, GRID_MAX_BLOCKS),
+        grid_cut=fr.grid_blocks > GRID_MAX_BLOCKS,
+        frames=fr,
+        victims=victims,
+    )
+
+
+def readouts(p: Params) -> tuple:
+    """Every object the lesson's text is filled from: the Readout, the Comparison, and the
+    StepReadout of the first preemption (the step-* sections)."""
+    r = build(p)
+    return r, comparison(p), at_step(r, max(r.first_preempt_step, 1))
+
+
+def at_step(r: Readout, step: int) -> StepReadout:
+    """The readouts of one step (1-based, clamped to the run), as the metrics beside the grid."""
+    return r.frames.at(min(max(int(step), 1), r.num_steps), r.victims)
+
+
+def frame_of(r: Readout, step: int) -> int:
+    """The animation frame that shows `step` (or the nearest one before it)."""
+    return r.frames.frame_of(step)
+
+
+def step_from_link(raw: str | None, num_steps: int) -> tuple[int, dict | None]:
+    """The stepper's step from a link: (step, None), or (1, the problem to report)."""
+    if raw is None:
+        return 1, None
+    try:
+        return Integer("Step", lo=1, hi=max(num_steps, 1)).parse(raw), None
+    except BadValue as exc:
+        return 1, {"key": STEP_KEY, "value": shown(raw), "expected": str(exc), "default": "1"}
+
+
+__all__ = ["Frames", "Params", "build"]

@@ -1,0 +1,100 @@
+"""The lesson's predict-then-reveal questions, answered by the run the lesson opens with.
+
+quiz.toml marks them `computed = "first_victim"` and `computed = "first_step"`. `filled(bank)`
+runs the opening settings (lesson.Params()) once per process, untraced, and gives each question
+its choices: the true answer from the run and distractors that real misconceptions lead to
+(the oldest request, the least important one, the step the queue first backed up, "never").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+import numpy as np
+
+from lessons.memory import lesson
+from lessons.quiz.bank import Bank
+from sim.cost import Deployment
+from sim.run import Run
+from sim.timed import run_timed
+
+NEVER = "None"  # the misconception: admission checks that requests fit, so none is pushed out
+
+
+@cache
+def opening_run() -> Run:
+    """The run of the lesson's opening settings, with per-step detail (no block tables)."""
+    p = lesson.Params()
+    budget, asked = lesson.limits.effective(
+        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
+    )
+    wl = lesson.workload(p.prompt_tokens, p.output_tokens, p.rate, p.max_model_len)
+    blocks, _ = lesson.catalog_blocks(p, budget)
+    cfg = lesson.config(
+        p, budget, min(asked, budget), max(blocks, lesson.smallest_pool(wl, p.max_model_len))
+    )
+    dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
+    return run_timed(cfg, wl, dep, record_detail=True)
+
+
+def answers() -> dict:
+    """The facts the two questions are about: the first victim, its step, and distractors."""
+    run = opening_run()
+    d = next(d for d in run.detail if d.preempted.size)
+    names = run.workload.request_ids
+    victim = int(d.preempted[0])
+    before = run.detail[d.step - 2].running.tolist()
+    prio = np.asarray(run.workload.priority)
+    batch = [q for q in before if prio[q] == prio.max()]
+    others = [
+        before[0],  # the oldest running request
+        batch[-1] if batch else before[-1],  # the least important, newest of them
+        max(before, key=lambda q: int(run.workload.prompt_tokens[q])),  # the longest prompt
+        before[len(before) // 2],
+    ]
+    who = [names[victim]]
+    for q in others:
+        if names[q] not in who and len(who) < 4:
+            who.append(names[q])
+    waited = np.flatnonzero(np.asarray(run.num_waiting) > 0)
+    usage = np.asarray(run.kv_blocks_used) / run.kv_blocks_usable
+    candidates = [
+        d.step * 2,  # as many digits as the answer, so its length gives nothing away
+        int(waited[0]) + 1 if waited.size else 0,  # the queue first backs up
+        int(np.argmax(usage >= 0.5)) + 1,  # the cache is half full
+        d.step // 2,
+    ]
+    steps = [d.step]
+    for s in candidates:
+        if s > 0 and s not in steps and len(steps) < 3:
+            steps.append(s)
+    return {
+        "victim": names[victim],
+        "victim_kind": "a batch" if prio[victim] == prio.max() else "an interactive",
+        "step": d.step,
+        "who": tuple(who),
+        "steps": tuple(f"Step {s}" for s in steps) + (NEVER,),
+        "policy": run.config.policy.upper(),
+        "usable": run.kv_blocks_usable,
+    }
+
+
+@cache
+def _filled(bank: Bank) -> Bank:
+    facts = answers()
+    out = []
+    for q in bank.questions:
+        if q.computed == "first_victim":
+            q = q.resolved(facts["who"], 0, facts)
+        elif q.computed == "first_step":
+            q = q.resolved(facts["steps"], 0, facts)
+        elif q.computed:
+            raise KeyError(f"no computed question {q.computed!r}")
+        out.append(q)
+    return dataclasses.replace(bank, questions=tuple(out))
+
+
+def filled(bank: Bank) -> Bank:
+    """The bank with its computed questions filled from the opening run."""
+    return _filled(bank)

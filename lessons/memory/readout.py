@@ -1,0 +1,127 @@
+"""What the memory lesson shows, by name: the run's numbers (`Readout`) and the readouts of one
+step (`StepReadout`), all computed from simulated runs in lesson.py, trace.py and runs.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lessons.kit.selection import Selection, UsedLimits
+
+
+@dataclass(frozen=True, eq=False)
+class Readout(UsedLimits, Selection):
+    # the selection and the limits the run used
+    asked_seqs: int
+    limits_refused: bool
+    # the pool
+    pool_from_memory: bool
+    utilization: int  # gpu_memory_utilization, %
+    catalog_blocks: int  # what vLLM would give the cache on this GPU (null block included)
+    weights_fit: bool
+    pool_raised: bool  # the pool asked for cannot hold the longest request: the run uses more
+    wanted_blocks: int
+    num_gpu_blocks: int  # the pool the run uses, null block included
+    usable: int
+    block_size: int
+    pool_tokens: int
+    # paging against a static reservation (lesson.paging)
+    static_seqs: int  # sequences that fit if each reserves max_model_len
+    paged_seqs: int  # sequences of the average length that fit in blocks
+    mean_seq_tokens: int
+    # the workload
+    requests: int
+    batch: int
+    interactive: int
+    refused: int
+    any_refused: bool
+    policy: str
+    prefix_caching: bool
+    async_scheduling: bool
+    watermark: float
+    max_model_len: int
+    # the run
+    num_steps: int
+    total_ms: float
+    peak_usage_pct: float
+    peak_step: int
+    peak_slack_slots: int
+    peak_tokens: int
+    peak_requests: int
+    frame_count: int
+    sampled: bool
+    # its preemptions (trace.Victims.summary)
+    preemptions: int
+    preempted: bool
+    not_preempted: bool
+    first_preempt_step: int
+    first_victim: str
+    first_victim_batch: bool
+    lost_tokens: int
+    hit_tokens_back: int
+    recomputed_tokens: int
+    recomputed_share_pct: float
+    lost_steps_max: int
+    lost_ms_max: float
+    victims_delayed_first_token: int
+    # the grid
+    grid_columns: int
+    grid_blocks: int
+    grid_cut: bool
+    frames: Any  # trace.Frames
+    victims: Any  # trace.Victims
+
+
+@dataclass(frozen=True)
+class StepReadout:
+    """One step of the run: vLLM's readouts and what happened to the pool."""
+
+    step: int
+    num_steps: int
+    running: int
+    waiting: int
+    usage_pct: float
+    preemptions: int  # vllm:num_preemptions so far
+    hit_rate_pct: float
+    looked_up: bool  # some admission has looked up the prefix cache by now
+    preempted_now: bool
+    preempted_names: str
+    freed_blocks: int
+    lost_now: int
+    queue_head: str
+    resumed_now: bool
+    resumed_names: str
+    recompute_now: int
+    hits_now: int
+    finished_now: bool
+    finished_names: str
+    clock_ms: float
+    tables: tuple  # (name, computed tokens, blocks, block ids) per request holding blocks
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """The same workload run again with one thing changed (runs.compare), for the sections on
+    the victim, the price of a preemption, the fixes and async scheduling."""
+
+    fcfs_interactive_preempted: int
+    fcfs_batch_preempted: int
+    priority_interactive_preempted: int
+    priority_batch_preempted: int
+    fcfs_interactive_ttft_p99_ms: float
+    priority_interactive_ttft_p99_ms: float
+    fcfs_batch_e2e_p99_s: float
+    priority_batch_e2e_p99_s: float
+    priority_spares_interactive: bool
+    recompute_on: int
+    recompute_off: int
+    cache_saves: int
+    cache_saves_some: bool
+    sync_preemptions: int
+    async_preemptions: int
+    sync_first_preempt: int
+    async_first_preempt: int
+    modes_differ: bool
+    class_rows: tuple
+    fixes: tuple
+    fixes_memory_left_out: bool

@@ -1,0 +1,79 @@
+"""Lesson page "When memory runs out": controls -> build -> Readout -> the predictions, the block
+grid, the stepper with vLLM's readouts and block tables, then paging, the victim, the price of a
+preemption and the fixes (lessons/memory)."""
+
+import streamlit as st
+
+from lessons.kit import story
+from lessons.memory import figures, lesson, predict, tables
+from ui.lesson_page import LessonPage
+from ui.predict import predict_box
+from ui.stepper import stepper
+
+STEP = lesson.STEP_KEY
+page = LessonPage("memory", lesson.Params, lesson.PREFIX)
+# Shared, read-only objects: the Readout holds the run's arrays. The comparisons (more runs of
+# the same workload) are cached apart, so the grid is drawn before they are computed.
+readout = st.cache_resource(lesson.build, show_spinner=False, max_entries=32)
+comparisons = st.cache_resource(lesson.comparison, show_spinner=False, max_entries=32)
+TEXT = page.text_path
+
+page.say(None, "title", "intro", "controls-note", block_size=lesson.BLOCK_SIZE)
+
+
+def step_panel(r, step: int) -> None:
+    s = lesson.at_step(r, step)
+    items = story.metrics(TEXT, "step-metrics", s)
+    for col, (label, value) in zip(st.columns(len(items)), items, strict=True):
+        col.metric(label, value)
+    page.say(s, "step-hits", "step-preempted", "step-resumed", "step-finished", "tables")
+    st.dataframe(tables.block_tables(s), hide_index=True, width="stretch")
+
+
+@st.fragment
+def lab() -> None:
+    p = page.controls(
+        [
+            ["gpu", "model", "dtype", "tp"],
+            ["pool_from", "gpu_memory_utilization", "num_gpu_blocks", "max_model_len"],
+            ["prompt_tokens", "output_tokens", "rate"],
+            ["policy", "prefix_caching", "watermark", "async_scheduling"],
+            ["vllm_defaults", "max_num_batched_tokens", "max_num_seqs"],
+        ],
+        show_if=lesson.SHOW_IF,
+    )
+    r = readout(p)
+    page.defaults_note(r)
+    page.warn(r, "bad-limits", icon=":material/block:")
+    page.warn(r, "no-fit", icon=":material/memory:")
+    page.warn(r, "pool-raised", icon=":material/memory:")
+    page.warn(r, "refused-note", icon=":material/block:")
+    page.say(r, "scenario")
+    page.metrics(r)
+    page.say(r, "grid", "grid-cut", "sampled")
+    animation = st.container()
+    page.say(r, "summary", "stepper")
+    step = stepper(STEP, r.num_steps, lesson.step_from_link)
+    with animation:
+        page.chart(figures.pool(r, step), r, "pool")
+    step_panel(r, step)
+    page.say(r, "paging")
+    page.chart(figures.paging(r), r, "paging")
+    c = comparisons(p)
+    page.say(c, "victim", "victim-result")
+    page.chart(figures.classes(c), c, "classes")
+    page.say(r, "price")
+    if r.preempted:
+        st.dataframe(tables.victims(r), hide_index=True, width="stretch")
+    page.say(c, "caching")
+    page.say(r, "swap", "readouts", "fixes")
+    page.say(c, "fixes-left-out")
+    page.chart(figures.fixes(c), c, "fixes")
+    st.dataframe(tables.fixes(c), hide_index=True, width="stretch")
+    page.say(c, "fixes-after", "async")
+    page.say(r, "takeaway")
+
+
+predict_box(page, predict.answers(), STEP, predict.answers()["step"])
+lab()
+page.footer()

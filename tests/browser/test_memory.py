@@ -1,0 +1,57 @@
+"""The memory lesson in a browser: the block grid plays, pauses and keeps its frame in the link,
+and the page is shot at a projector's 1280x720 and at 1920x1080 for a person to look at."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.helpers import CHART, chart_state, full_screenshot, open_page
+
+pytestmark = pytest.mark.browser
+
+GRID = 0  # the block grid is the lesson's first chart (key mem-pool)
+
+
+def _frame_in_url(page: Page) -> str | None:
+    values = parse_qs(urlparse(page.url).query).get("mem-pool-frame")
+    return values[0] if values else None
+
+
+def test_the_grid_plays_and_keeps_its_frame_in_the_link(page: Page, app_url: str, shots):
+    open_page(page, f"{app_url}/memory", charts=None)
+    chart = page.locator(CHART).nth(GRID)
+    chart.scroll_into_view_if_needed()
+    before = chart_state(page, GRID)
+    assert before["frames"] > 100 and before["slider"] == 0
+    chart.locator(".updatemenu-button", has_text="Play").first.click()
+    page.wait_for_function(
+        "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0) >= 4",
+        arg=GRID,
+        timeout=30_000,
+    )
+    chart.locator(".updatemenu-button", has_text="Pause").first.click()
+    page.wait_for_timeout(1200)
+    shown = chart_state(page, GRID)
+    assert shown["slider"] >= 4 and shown["z"][0] != before["z"][0]  # the cells changed
+    assert _frame_in_url(page) == str(shown["slider"])
+    other = page.context.new_page()
+    open_page(other, page.url, charts=None)
+    assert chart_state(other, GRID)["slider"] == shown["slider"]
+    other.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["1280x720", "1920x1080"])
+def test_the_lesson_at_projector_and_desktop_sizes(page: Page, app_url: str, shots, size):
+    width, height = size
+    page.set_viewport_size({"width": width, "height": height})
+    open_page(page, f"{app_url}/memory?mem-step=43", charts=None)
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    chart = page.locator(CHART).nth(GRID)
+    chart.scroll_into_view_if_needed()
+    assert "vllm:num_preemptions" in chart.text_content()
+    chart.screenshot(path=str(shots / f"lesson_memory_grid_{width}x{height}.png"))
+    page.screenshot(path=str(shots / f"lesson_memory_{width}x{height}_view.png"))
+    full_screenshot(page, str(shots / f"lesson_memory_{width}x{height}.png"))

@@ -1,0 +1,186 @@
+"""Block tables traced step by step (sim/blocks.py) against the engine's own block accounting.
+
+A traced run must take the same decisions as the untraced one (the differential checks below, on
+vLLM's recordings and on random cases); its tables must add up to the blocks the run says are in
+use at the end of every turn, hold ceil(computed tokens / block_size) blocks per running request,
+never hand out the null block or one block to two requests (without shared prefixes), and free
+a victim's blocks at once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from sim.blocks import CACHED, FREE, NULL
+from sim.kv import cdiv
+from sim.replay import config_from_settings, to_schema, workload_from_requests
+from sim.scheduler import Engine
+from tests.test_scheduler_props import BOTH, SETTINGS, _toy_timer, cases
+
+DATA = Path(__file__).parent / "data"
+RECORDINGS = sorted(
+    p for p in DATA.glob("*.json") if "config_error" not in json.loads(p.read_text())
+)
+
+
+def _pair(config, wl, timer=None):
+    plain = Engine(config, wl, timer=timer, record_detail=True, max_steps=200_000).run()
+    traced = Engine(config, wl, timer=timer, trace_blocks=True, max_steps=200_000).run()
+    return plain, traced
+
+
+def _end_of_turn_used(run) -> np.ndarray:
+    """Blocks in use at the end of each turn, from the run's own records: the synchronous
+    engine measures after its own output; async records step k's count at turn k + 1."""
+    used = np.array([d.kv_blocks_used for d in run.detail])
+    if run.config.async_scheduling and used.size:
+        used = np.concatenate([[run.detail[0].kv_blocks_used_after_schedule], used[:-1]])
+    return used
+
+
+def _computed_per_turn(run) -> np.ndarray:
+    """Each request's computed tokens at the end of each turn, replayed from the detail."""
+    n, steps = run.workload.num_requests, run.num_steps
+    computed = np.zeros(n, dtype=np.int64)
+    hits = run.num_prefix_hit_tokens  # only lessons without shared prefixes use this below
+    out = np.zeros((steps, n), dtype=np.int64)
+    late = run.config.async_scheduling
+    finished_in = {}
+    for d in run.detail:
+        for r in d.finished.tolist():
+            finished_in[r] = d.step + (1 if late else 0)
+    for k, d in enumerate(run.detail):
+        computed[d.preempted] = 0
+        computed[d.scheduled_req] += d.scheduled_tokens
+        out[k] = computed
+        for r, step in finished_in.items():
+            if step == k + 1:
+                computed[r] = 0
+                out[k, r] = 0
+    assert not hits.any()
+    return out
+
+
+def _check_trace(run) -> None:
+    trace = run.blocks
+    cfg = run.config
+    assert trace.num_steps == run.num_steps
+    used = trace.used()
+    np.testing.assert_array_equal(used, _end_of_turn_used(run))
+    np.testing.assert_array_equal(trace.table_lens, cdiv(trace.num_computed_tokens, cfg.block_size))
+    assert np.all(np.diff(trace.prefix_hit_tokens) >= 0)
+    assert np.all(trace.prefix_hit_tokens <= trace.prefix_queried_tokens)
+    assert trace.prefix_hit_tokens[-1] == run.num_prefix_hit_tokens.sum()
+    for k in range(trace.num_steps):
+        ids = trace.table_ids[k]
+        assert np.unique(ids).size == used[k]  # every block held, shared ones counted once
+        assert ids.size == int(trace.table_lens[k].sum())
+        assert not np.isin(0, ids), "the null block is never handed out"
+        owners = trace.owners(k)
+        assert owners[0] == NULL and np.count_nonzero(owners == NULL) == 1
+        held = np.count_nonzero(owners >= 0)
+        free = np.count_nonzero((owners == FREE) | (owners == CACHED))
+        assert held == used[k]
+        assert held + free == cfg.kv_blocks_usable
+        if not cfg.enable_prefix_caching:
+            assert np.unique(ids).size == ids.size, "no block is in two tables"
+            assert trace.cached_free[k].size == 0
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
+def test_traced_recordings_take_vllms_decisions_and_add_up(path):
+    scenario = json.loads(path.read_text())
+    config = config_from_settings(scenario["settings"])
+    wl = workload_from_requests(scenario["requests"])
+    max_steps = scenario["settings"].get("max_steps")
+    traced = Engine(
+        config, wl, trace_blocks=True, max_steps=max_steps, stop_at_max_steps=True
+    ).run()
+    plain = Engine(config, wl, record_detail=True, max_steps=max_steps, stop_at_max_steps=True)
+    assert to_schema(traced) == to_schema(plain.run())
+    # the recording's own count of blocks in use, turn by turn
+    used = [s["kv_blocks_used"] for s in scenario["steps"]]
+    if config.async_scheduling:
+        used = [scenario["steps"][0]["kv_blocks_used_after_schedule"], *used[:-1]]
+    np.testing.assert_array_equal(traced.blocks.used(), used)
+    _check_trace(traced)
+
+
+def test_tables_hold_ceil_of_computed_tokens_and_a_victim_empties_at_once():
+    scenario = json.loads((DATA / "preempt_fcfs.json").read_text())
+    config = config_from_settings(scenario["settings"])
+    wl = workload_from_requests(scenario["requests"])
+    run = Engine(config, wl, trace_blocks=True).run()
+    computed = _computed_per_turn(run)
+    lens = run.blocks.table_lens
+    np.testing.assert_array_equal(lens, cdiv(computed, config.block_size))
+    np.testing.assert_array_equal(run.blocks.num_computed_tokens, computed)
+    victims = [(d.step, r) for d in run.detail for r in d.preempted.tolist()]
+    assert len(victims) == run.total_preemptions == 3
+    for step, r in victims:
+        assert lens[step - 2, r] > 0 and lens[step - 1, r] == 0
+        assert not np.isin(run.blocks.table(step - 2, r), run.blocks.table(step - 1, r)).any()
+
+
+def test_block_ids_follow_the_free_queue():
+    """Fresh blocks come from the front in id order; a freed block is the next one handed out."""
+    scenario = json.loads((DATA / "preempt_fcfs.json").read_text())
+    config = config_from_settings(scenario["settings"])
+    wl = workload_from_requests(scenario["requests"])
+    run = Engine(config, wl, trace_blocks=True).run()
+    first = run.blocks.table(0, 0)
+    np.testing.assert_array_equal(first, [1, 2])  # r0's 32-token prompt: blocks 1 and 2
+    d = next(d for d in run.detail if d.preempted.size)
+    victim = int(d.preempted[0])
+    freed = set(run.blocks.table(d.step - 2, victim).tolist())
+    taken = set(run.blocks.table_ids[d.step - 1].tolist()) - set(
+        run.blocks.table_ids[d.step - 2].tolist()
+    )
+    assert taken <= freed  # the pool was dry: what was handed out came from the victim
+
+
+@SETTINGS
+@given(BOTH.flatmap(lambda a: cases(async_scheduling=a)))
+def test_tracing_changes_no_decision(case):
+    config, wl = case
+    plain, traced = _pair(config, wl)
+    assert to_schema(plain) == to_schema(traced)
+    _check_trace(traced)
+
+
+@SETTINGS
+@given(BOTH.flatmap(lambda a: cases(timed=True, async_scheduling=a)))
+def test_tracing_changes_no_decision_in_timed_runs(case):
+    config, wl = case
+    plain, traced = _pair(config, wl, _toy_timer)
+    np.testing.assert_array_equal(plain.num_scheduled_tokens, traced.num_scheduled_tokens)
+    np.testing.assert_allclose(plain.step_ms, traced.step_ms)
+    np.testing.assert_array_equal(plain.token_req, traced.token_req)
+    np.testing.assert_array_equal(plain.num_prefix_hit_tokens, traced.num_prefix_hit_tokens)
+    _check_trace(traced)
+
+
+def test_run_traced_is_the_timed_run_and_refuses_a_run_that_parted():
+    """sim.traced plays the timed run's step times back into the traced run; a playback asked
+    to price steps that are not the recorded ones raises instead of drawing another run."""
+    import dataclasses
+
+    from sim.traced import _PlayBack, run_traced
+
+    scenario = json.loads((DATA / "preempt_fcfs.json").read_text())
+    config = config_from_settings(scenario["settings"])
+    steps = workload_from_requests(scenario["requests"])
+    wl = dataclasses.replace(steps, arrival_s=(steps.arrival_step - 1) * 0.01, arrival_step=None)
+    plain = Engine(config, wl, timer=_toy_timer).run()
+    traced = run_traced(config, wl, _toy_timer)
+    np.testing.assert_array_equal(traced.step_ms, plain.step_ms)
+    np.testing.assert_array_equal(traced.token_req, plain.token_req)
+    assert traced.blocks is not None and traced.blocks.num_steps == plain.num_steps
+    other = Engine(dataclasses.replace(config, num_gpu_blocks=60), wl, timer=_toy_timer).run()
+    with pytest.raises(RuntimeError, match="parted"):
+        Engine(config, wl, timer=_PlayBack(other), trace_blocks=True).run()

@@ -1,0 +1,356 @@
+"""Lesson "When memory runs out": what the grid, the tables and the text claim, against the engine.
+
+Why: this lesson draws the KV pool block by block and prices every preemption. The grid's cells
+must be the engine's block accounting at every frame; the preemptions it marks must be the run's;
+each victim must be the one its policy picks; prefix caching must never make a victim compute
+more; the what-ifs must be runs of what they say; the predict questions' answers must be the
+opening run's; and every control must move the run through the page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.controls import declared
+from lessons.kit.figures import unpack
+from lessons.memory import exercise, figures, predict
+from lessons.memory import lesson as mem
+from lessons.memory.lesson import BLOCK_SIZE, GRID_COLUMNS, Params, at_step, build, comparison
+from sim.blocks import CACHED, FREE, NULL
+from sim.kv import cdiv
+from sim.models import kv_pool
+from sim.scheduler import run_steps
+from sim.timed import run_timed
+from sim.workload import Workload
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
+
+PAGE = "pages/lesson_memory.py"
+TEXT = lesson("memory").text_path
+VARIANTS = [
+    Params(),
+    Params(policy="priority"),
+    Params(prefix_caching=False, async_scheduling=False),
+    Params(pool_from="blocks", num_gpu_blocks=700, rate=8),
+]
+
+
+@pytest.fixture(scope="module")
+def default():
+    return build(Params())
+
+
+def _ids(p: Params) -> str:
+    return f"{p.policy}-{p.pool_from}-cache{int(p.prefix_caching)}-async{int(p.async_scheduling)}"
+
+
+# -- the grid against the engine ------------------------------------------------------------------
+@pytest.mark.parametrize("p", VARIANTS, ids=_ids)
+def test_the_grid_is_the_engines_block_accounting_at_every_frame(p):
+    r = build(p)
+    setup, run = mem.traced_run(p)
+    plain = run_timed(setup.config, setup.workload, setup.deployment)
+    np.testing.assert_array_equal(run.num_scheduled_tokens, plain.num_scheduled_tokens)
+    np.testing.assert_array_equal(run.kv_blocks_used, plain.kv_blocks_used)
+    # the engine's count at the end of each turn (async records step k's at turn k + 1)
+    used = np.asarray(plain.kv_blocks_used)
+    if p.async_scheduling:
+        used = np.concatenate([[run.detail[0].kv_blocks_used_after_schedule], used[:-1]])
+    trace, fr = run.blocks, r.frames
+    assert fr.owners.shape == (fr.steps.size, setup.config.num_gpu_blocks)
+    for i, k in enumerate(fr.steps.tolist()):
+        cells = fr.owners[i]
+        held = np.count_nonzero(cells >= 0)
+        assert held == used[k], f"step {k + 1}"
+        assert cells[0] == NULL and np.count_nonzero(cells == NULL) == 1
+        assert np.count_nonzero((cells == FREE) | (cells == CACHED)) == r.usable - held
+        lens = trace.table_lens[k]
+        np.testing.assert_array_equal(lens, cdiv(trace.num_computed_tokens[k], BLOCK_SIZE))
+        holders = np.bincount(cells[cells >= 0], minlength=lens.size)
+        np.testing.assert_array_equal(holders, lens)  # no prefix is shared in this workload
+        usage = float(100.0 * held / r.usable)
+        assert at_step(r, k + 1).usage_pct == pytest.approx(usage)
+    # the frame's z is the same grid
+    anim = figures.pool(r, 1)
+    z = unpack(anim["frames"][3]["data"][0]["z"]).ravel()
+    np.testing.assert_array_equal(z[: r.num_gpu_blocks], fr.owners[3])
+
+
+@pytest.mark.parametrize("p", VARIANTS, ids=_ids)
+def test_preemptions_shown_are_the_runs(p):
+    r = build(p)
+    _, run = mem.traced_run(p)
+    v, fr = r.victims, r.frames
+    assert r.preemptions == v.count == run.total_preemptions == int(fr.preemptions[-1])
+    steps = sorted({d.step for d in run.detail if d.preempted.size})
+    assert set(np.asarray(steps) - 1) <= set(fr.steps.tolist())  # every one is drawn
+    anim = figures.pool(r, 1)
+    marked = [
+        int(fr.steps[i]) + 1
+        for i, frame in enumerate(anim["frames"])
+        if frame["data"][1]["x"] != [None]
+    ]
+    assert marked == steps
+    last = anim["frames"][-1]["layout"]["title"]["text"]
+    assert f"vllm:num_preemptions {run.total_preemptions}" in last
+    for i, k in enumerate(v.step.tolist()):  # the victim's blocks, all of them, freed at once
+        r_ = int(v.request[i])
+        assert run.blocks.table_lens[k - 1, r_] == 0
+        assert v.lost_tokens[i] == run.blocks.num_computed_tokens[k - 2, r_]
+
+
+@pytest.mark.parametrize("p", VARIANTS, ids=_ids)
+def test_victims_follow_the_policys_rule(p):
+    _, run = mem.traced_run(p)
+    wl, lens = run.workload, run.blocks.table_lens
+    for d in run.detail:
+        if not d.preempted.size:
+            continue
+        before = run.detail[d.step - 2]
+        alive = [q for q in before.running.tolist() if lens[d.step - 2, q] > 0]
+        victims = d.preempted.tolist()
+        if p.policy == "fcfs":
+            assert victims == alive[::-1][: len(victims)]  # the end of the running list
+        else:
+            for v in victims:
+                key = [(int(wl.priority[q]), float(wl.arrival_s[q])) for q in alive]
+                assert alive[key.index(max(key))] == v
+                alive.remove(v)
+
+
+@pytest.mark.parametrize("p", VARIANTS, ids=_ids)
+def test_prefix_caching_never_makes_a_victim_compute_more(p):
+    r, c = build(p), comparison(p)
+    v = r.victims
+    assert np.all(v.hit_tokens >= 0) and np.all(v.recomputed_tokens <= v.lost_tokens)
+    if not p.prefix_caching:
+        assert v.hit_tokens.sum() == 0
+    assert c.recompute_on <= c.recompute_off
+    assert r.recomputed_tokens == int(v.recomputed_tokens.sum())
+
+
+def test_the_victims_price_comes_from_the_run(default):
+    v = default.victims
+    assert v.count > 0
+    for i in range(v.count):
+        assert v.step[i] < v.resume_step[i] <= v.rebuilt_step[i]
+        assert v.lost_steps[i] == v.rebuilt_step[i] - v.step[i] and v.lost_ms[i] > 0
+    assert default.recomputed_share_pct == pytest.approx(
+        100 * v.recomputed_tokens.sum() / v.total_scheduled
+    )
+
+
+def test_paging_against_a_static_reservation(default):
+    r = default
+    assert r.static_seqs == r.pool_tokens // r.max_model_len
+    assert r.paged_seqs == r.usable // cdiv(r.mean_seq_tokens, BLOCK_SIZE)
+    assert r.paged_seqs > r.static_seqs
+    assert 0 <= r.peak_slack_slots < BLOCK_SIZE * r.peak_requests  # under a block per request
+    longer = build(Params(max_model_len=32768))
+    assert longer.static_seqs < r.static_seqs and longer.paged_seqs == r.paged_seqs
+
+
+# -- the comparisons ------------------------------------------------------------------------------
+def test_the_fixes_are_runs_of_what_they_say(default):
+    c = comparison(Params())
+    fixes = {f.key: f for f in c.fixes}
+    assert set(fixes) == {
+        "as_set",
+        "fewer_seqs",
+        "more_memory",
+        "fp8_kv",
+        "tp2",
+        "bigger_gpu",
+        "watermark",
+    }
+    assert fixes["as_set"].preemptions == default.preemptions
+    assert fixes["as_set"].num_gpu_blocks == default.num_gpu_blocks
+    fp8 = kv_pool("L4", "Llama-3.1-8B", kv_dtype="fp8", max_num_batched_tokens=default.budget)
+    assert fixes["fp8_kv"].num_gpu_blocks == fp8.num_gpu_blocks
+    assert 1.9 < fp8.num_gpu_blocks / default.num_gpu_blocks < 2.1  # half the bytes per token
+    assert fixes["fewer_seqs"].max_num_seqs < default.max_num_seqs
+    assert fixes["more_memory"].num_gpu_blocks > default.num_gpu_blocks
+    assert all(f.preemptions <= default.preemptions for k, f in fixes.items() if k != "as_set")
+    blocks = comparison(Params(pool_from="blocks"))
+    assert {f.key for f in blocks.fixes} == {"as_set", "fewer_seqs", "watermark"}
+    assert blocks.fixes_memory_left_out
+
+
+def test_the_policy_comparison_is_both_runs():
+    c = comparison(Params())
+    by = {(row.policy, row.cls): row for row in c.class_rows}
+    assert (
+        by[("FCFS", "interactive")].preemptions + by[("FCFS", "batch")].preemptions
+        == build(Params()).preemptions
+    )
+    assert (
+        by[("PRIORITY", "interactive")].preemptions + by[("PRIORITY", "batch")].preemptions
+        == build(Params(policy="priority")).preemptions
+    )
+    assert c.priority_spares_interactive  # the seed's pattern, on the opening workload
+    assert c.priority_batch_preempted > 0 == c.priority_interactive_preempted
+
+
+def test_the_async_comparison_is_both_modes():
+    c = comparison(Params())
+    assert c.async_preemptions == build(Params()).preemptions
+    assert c.sync_preemptions == build(Params(async_scheduling=False)).preemptions
+
+
+def test_the_step_readout_tells_a_preemption(default):
+    s = at_step(default, default.first_preempt_step)
+    assert s.preempted_now and s.preempted_names == default.first_victim
+    assert s.queue_head == default.first_victim  # FCFS: the head of the waiting queue
+    assert s.preemptions == 1 and s.freed_blocks > 0
+    told = story.text(TEXT, "step-preempted", s)
+    assert default.first_victim in told and f"All {s.freed_blocks} of its blocks" in told
+    back = at_step(default, int(default.victims.resume_step[0]))
+    assert back.resumed_now and back.recompute_now == int(default.victims.recomputed_tokens[0])
+
+
+# -- predictions, exercise, quiz ---------------------------------------------------------------
+def test_the_predict_questions_are_answered_by_the_opening_run(default):
+    bank = lesson("memory").bank()
+    victim, step = bank.question("predict_victim"), bank.question("predict_step")
+    assert victim.correct_choice == default.first_victim
+    assert step.correct_choice == f"Step {default.first_preempt_step}"
+    assert len(set(victim.choices)) == len(victim.choices) == 4
+    assert predict.answers()["step"] == default.first_preempt_step
+    assert f"in step {default.first_preempt_step}" in step.explanation
+    assert len(bank.questions) >= 6 and sum(bool(q.computed) for q in bank.questions) >= 2
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_exercise_matches_the_block_arithmetic(seed):
+    drawn = exercise.first_preemption(seed)
+    n, prompt, usable = (drawn.params[k] for k in ("count", "prompt", "usable"))
+    if n * prompt <= exercise.BUDGET and n * cdiv(prompt, BLOCK_SIZE) <= usable:
+        # all admitted in step 1; in step t each holds ceil((prompt + t - 1) / 16) blocks
+        t = 2
+        while n * cdiv(prompt + t - 1, BLOCK_SIZE) <= usable:
+            t += 1
+        assert drawn.answer == t
+    assert f"**{int(drawn.answer)}**" in drawn.solution
+    if seed == 0:
+        assert drawn.answer == 42
+
+
+def test_quiz_grades_and_awards_xp_once():
+    assert_quiz_awards_xp_once(PAGE, "memory", "swap_v1")
+
+
+# -- the page ----------------------------------------------------------------------------------
+def _pool_chart(at) -> dict:
+    return next(c for c in charts(at) if c.get("frames"))
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.main.metric}
+
+
+def test_the_grid_opens_at_the_steppers_step(default):
+    step = default.first_preempt_step
+    at = run_page(PAGE, query={"mem-step": str(step)})
+    anim = _pool_chart(at)
+    frame = mem.frame_of(default, step)
+    assert anim["layout"]["sliders"][0]["active"] == frame
+    assert anim["data"][0]["z"] == anim["frames"][frame]["data"][0]["z"]
+    s = at_step(default, step)
+    shown = _metrics(at)
+    assert shown["vllm:num_preemptions"] == str(s.preemptions)
+    assert shown["Running"] == str(s.running) and shown["Waiting"] == str(s.waiting)
+    markdown = "\n".join(m.value for m in at.markdown)
+    assert story.text(TEXT, "step-preempted", s) in markdown
+    assert at.dataframe[0].value.shape[0] == len(s.tables)  # one block table per holder
+    at.button(key="mem-step-next").click().run()
+    assert at.slider(key="mem-step").value == step + 1
+    assert at.query_params["mem-step"] == str(step + 1)
+    bad = run_page(PAGE, query={"mem-step": "99999"})
+    assert bad.slider(key="mem-step").value == 1
+    assert any("mem-step" in w.value for w in bad.warning)
+
+
+def _changed(d) -> object:
+    """A value other than the default, inside the control's range."""
+    spec = d.spec
+    for value in (spec.highest(), spec.lowest()):
+        if value != d.default:
+            return value
+    raise AssertionError(d.name)
+
+
+NEEDS = {
+    "gpu_memory_utilization": {},
+    "num_gpu_blocks": {"pool_from": "blocks"},
+    "max_num_batched_tokens": {"vllm_defaults": False},
+    "max_num_seqs": {"vllm_defaults": False},
+}
+
+
+@pytest.mark.parametrize("name", [d.name for d in declared(Params)])
+def test_every_control_moves_the_run(name):
+    """Each control, moved on the page, gives the page the Readout of those Params."""
+    d = next(d for d in declared(Params) if d.name == name)
+    change = dict(NEEDS.get(name, {}))
+    change[name] = _changed(d)
+    if name == "gpu":
+        change[name] = "A10G"  # as small as the L4: the pool still runs dry
+    query = {
+        next(x for x in declared(Params) if x.name == k).url_key(mem.PREFIX): (
+            next(x for x in declared(Params) if x.name == k).spec.to_url(v)
+        )
+        for k, v in change.items()
+    }
+    at = run_page(PAGE, query=query)
+    p = dataclasses.replace(Params(), **change)
+    r = build(p)
+    shown = _metrics(at)
+    want = dict(story.metrics(TEXT, "metrics", r))
+    assert {k: shown[k] for k in want} == want, name
+    assert r.frames.owners.shape[1] == r.num_gpu_blocks
+    assert len(_pool_chart(at)["frames"]) == r.frame_count
+
+
+def test_the_predictions_reveal_the_step():
+    at = run_page(PAGE)
+    bank = lesson("memory").bank()
+    for qid in ("predict_victim", "predict_step"):
+        key = f"predict-memory-{qid}".replace("_", "-")
+        at.radio(key=key).set_value(bank.question(qid).correct_choice)
+        at.button(key=f"{key}-check").click().run()
+        assert not at.exception
+    step = predict.answers()["step"]
+    assert at.slider(key="mem-step").value == step
+    assert _pool_chart(at)["layout"]["sliders"][0]["active"] == mem.frame_of(build(Params()), step)
+    markdown = "\n".join(m.value for m in at.markdown)
+    assert f"**step {step}**" in markdown
+
+
+def test_the_exercise_is_graded_on_the_page():
+    at = run_page(PAGE)
+    drawn = exercise.first_preemption(0)
+    at.number_input(key="answer-memory-first-preemption-0").set_value(drawn.answer + 1)
+    at.button(key="exercise-memory-first-preemption-check").click().run()
+    assert not at.exception and at.error
+    at.number_input(key="answer-memory-first-preemption-0").set_value(drawn.answer)
+    at.button(key="exercise-memory-first-preemption-check").click().run()
+    assert not at.exception and at.success
+
+
+def test_a_step_replay_of_the_same_rule_preempts_the_newest():
+    """The rule the lesson teaches, on the smallest case: two requests, one block short."""
+    from sim.config import SchedulerConfig
+
+    cfg = SchedulerConfig(
+        max_num_batched_tokens=256, max_num_seqs=4, max_model_len=1024, num_gpu_blocks=7
+    )
+    run = run_steps(
+        cfg, Workload.build([32, 32], [40, 40], arrival_step=[1, 2]), record_detail=True
+    )
+    first = next(d for d in run.detail if d.preempted.size)
+    assert first.preempted.tolist() == [1]  # the newer of the two
+    assert GRID_COLUMNS == 64
