@@ -26,7 +26,8 @@ def step_panel(r, step: int) -> None:
     items = story.metrics(TEXT, "step-metrics", s)
     for col, (label, value) in zip(st.columns(len(items)), items, strict=True):
         col.metric(label, value)
-    page.say(s, "step-hits", "step-preempted", "step-resumed", "step-finished", "tables")
+    page.say(s, "step-hits", "step-victim-hits", "step-preempted", "step-resumed")
+    page.say(s, "step-finished", "tables")
     st.dataframe(tables.block_tables(s), hide_index=True, width="stretch")
 
 

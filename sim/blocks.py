@@ -30,26 +30,33 @@ class BlockTraceLog:
         self.lens: list[np.ndarray] = []
         self.cached: list[np.ndarray] = []
         self.computed: list[np.ndarray] = []
-        self.cache_counts: list[tuple[int, int]] = []
+        self.cache_counts: list[tuple[int, int, int, int]] = []
         self.used: list[int] = []
-        self.looked_up = 0  # tokens of the admitted requests looked up in the cache, so far
+        # vLLM's PrefixCacheStats, so far: (queries, hits) of requests never preempted, and of
+        # preempted ones, which vLLM keeps apart from its hit-rate counters
+        self.counts = [0, 0, 0, 0]
 
-    def add(
-        self, pool: Any, blocks: np.ndarray, computed: np.ndarray, hit_tokens: int, used: int
-    ) -> None:
+    def record_lookup(self, num_tokens: int, hit_tokens: int, preempted: bool) -> None:
+        """One lookup in the prefix cache (every one the waiting loop makes, admitted or not,
+        as vLLM's get_computed_blocks records it)."""
+        i = 2 if preempted else 0
+        self.counts[i] += num_tokens
+        self.counts[i + 1] += hit_tokens
+
+    def add(self, pool: Any, blocks: np.ndarray, computed: np.ndarray, used: int) -> None:
         ids, cached = pool.tables()
         self.used.append(used)
         self.ids.append(ids)
         self.lens.append(blocks.astype(np.int32))
         self.cached.append(cached)
         self.computed.append(np.where(blocks > 0, computed, 0).astype(np.int32))
-        self.cache_counts.append((self.looked_up, hit_tokens))
+        self.cache_counts.append(tuple(self.counts))
 
     def trace(self, config: Any) -> BlockTrace:
         n = self.lens[0].shape[0] if self.lens else 0
         lens = np.stack(self.lens) if self.lens else np.zeros((0, n), dtype=np.int32)
         computed = np.stack(self.computed) if self.computed else lens.copy()
-        counts = np.array(self.cache_counts, dtype=np.int64).reshape(-1, 2)
+        counts = np.array(self.cache_counts, dtype=np.int64).reshape(-1, 4)
         return BlockTrace(
             num_gpu_blocks=config.num_gpu_blocks,
             block_size=config.block_size,
@@ -57,8 +64,10 @@ class BlockTraceLog:
             table_ids=tuple(self.ids),
             cached_free=tuple(self.cached),
             num_computed_tokens=computed,
-            prefix_queried_tokens=counts[:, 0],
-            prefix_hit_tokens=counts[:, 1],
+            prefix_queries=counts[:, 0],
+            prefix_hits=counts[:, 1],
+            preempted_queries=counts[:, 2],
+            preempted_hits=counts[:, 3],
             blocks_used=np.array(self.used, dtype=np.int64),
         )
 
@@ -72,8 +81,10 @@ class BlockTrace:
     16j + 15). `cached_free[k]` are the free blocks that still hold a hashed block (prefix
     caching), first to be evicted first. Block 0 is vLLM's null block, never handed out.
     `num_computed_tokens[k, r]` is request r's count at the end of the turn (0 once its blocks
-    are freed). `prefix_queried_tokens[k]` and `prefix_hit_tokens[k]` count, from the start of
-    the run, the tokens of admitted requests looked up in the prefix cache and found there.
+    are freed). The last four count tokens from the start of the run to the end of each turn,
+    as vLLM's PrefixCacheStats does: looked up in the prefix cache and found there, at every
+    lookup of the waiting loop, by requests never preempted (`prefix_queries`, `prefix_hits`:
+    what vLLM's hit-rate counters report) and by preempted ones (`preempted_*`, kept apart).
     """
 
     num_gpu_blocks: int
@@ -82,8 +93,10 @@ class BlockTrace:
     table_ids: tuple[np.ndarray, ...]
     cached_free: tuple[np.ndarray, ...]
     num_computed_tokens: np.ndarray
-    prefix_queried_tokens: np.ndarray
-    prefix_hit_tokens: np.ndarray
+    prefix_queries: np.ndarray
+    prefix_hits: np.ndarray
+    preempted_queries: np.ndarray
+    preempted_hits: np.ndarray
     blocks_used: np.ndarray  # per step: blocks held at the end of the turn (shared ones once)
 
     @property

@@ -423,6 +423,8 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
             nt = int(self.num_tokens[r])
             hits, evictable = pool.lookup(r, nt)
             hit_tok = len(hits) * bs
+            if self.traced is not None and pool.hashing:  # vLLM's PrefixCacheStats.record
+                self.traced.record_lookup(nt, hit_tok, bool(self.num_preemptions[r]))
             nn = nt - hit_tok
             if thr_on:
                 nn = min(nn, self.thr)
@@ -436,8 +438,6 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
                 break
             if alloc + evictable + wm > free:
                 break
-            if self.traced is not None:
-                self.traced.looked_up += nt  # the tokens this admission looked up in the cache
             pool.take_hits(r, hits)
             pool.allocate(r, alloc)
             pool.cache(r, (hit_tok + c) // bs)
@@ -569,7 +569,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         self.step = k
         if self.traced is not None:  # the end of the turn: this schedule and output processed
             used = self.usable - self.pool.num_free
-            self.traced.add(self.pool, self.blocks, self.computed, int(self.hit_tokens.sum()), used)
+            self.traced.add(self.pool, self.blocks, self.computed, used)
         if fin.shape[0] and not self.async_sched:
             self.running = R[self.status[R] == RUNNING]
         if total == 0 and R.shape[0] == 0 and W.shape[0] and pre.shape[0] == 0:

@@ -73,9 +73,17 @@ def _check_trace(run) -> None:
     used = trace.used()
     np.testing.assert_array_equal(used, _end_of_turn_used(run))
     np.testing.assert_array_equal(trace.table_lens, cdiv(trace.num_computed_tokens, cfg.block_size))
-    assert np.all(np.diff(trace.prefix_hit_tokens) >= 0)
-    assert np.all(trace.prefix_hit_tokens <= trace.prefix_queried_tokens)
-    assert trace.prefix_hit_tokens[-1] == run.num_prefix_hit_tokens.sum()
+    for queries, hits in (
+        (trace.prefix_queries, trace.prefix_hits),
+        (trace.preempted_queries, trace.preempted_hits),
+    ):
+        assert np.all(np.diff(hits) >= 0) and np.all(np.diff(queries) >= 0)
+        assert np.all(hits <= queries)
+    # every admission's hits were counted at its lookup (failed lookups count too)
+    looked = int(trace.prefix_hits[-1] + trace.preempted_hits[-1]) if trace.num_steps else 0
+    assert looked >= run.num_prefix_hit_tokens.sum()
+    if not cfg.enable_prefix_caching and trace.num_steps:
+        assert trace.prefix_queries[-1] == trace.preempted_queries[-1] == 0
     for k in range(trace.num_steps):
         ids = trace.table_ids[k]
         assert np.unique(ids).size == used[k]  # every block held, shared ones counted once

@@ -207,7 +207,7 @@ def test_the_step_readout_tells_a_preemption(default):
     assert s.queue_head == default.first_victim  # FCFS: the head of the waiting queue
     assert s.preemptions == 1 and s.freed_blocks > 0
     told = story.text(TEXT, "step-preempted", s)
-    assert default.first_victim in told and f"All {s.freed_blocks} of its blocks" in told
+    assert default.first_victim in told and f"all {s.freed_blocks} of them" in told
     back = at_step(default, int(default.victims.resume_step[0]))
     assert back.resumed_now and back.recompute_now == int(default.victims.recomputed_tokens[0])
 

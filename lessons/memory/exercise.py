@@ -29,8 +29,8 @@ def _draw(seed: int) -> tuple[int, int, int, int]:
     if seed == 0:
         return 8, 200, 120, 120
     rng = np.random.default_rng(seed)
-    count = int(rng.integers(4, 13))
     prompt = int(rng.integers(3, 26)) * 16 + int(rng.integers(0, 16))
+    count = min(int(rng.integers(4, 13)), BUDGET // prompt)  # every prompt fits in step 1
     output = int(rng.integers(40, 200))
     need = count * cdiv(prompt + output, BLOCK_SIZE)
     have = count * cdiv(prompt, BLOCK_SIZE)

@@ -129,8 +129,8 @@ class Params(limits.Limits, shared.Deployment):
             options=("fcfs", "priority"),
             format=str.upper,
             main=True,
-            help="FCFS preempts the newest running request. PRIORITY preempts the least "
-            "important one (largest priority value, then the latest arrival).",
+            help="FCFS preempts the running request admitted (or readmitted) last. PRIORITY "
+            "preempts the least important one (largest priority value, then the latest arrival).",
         ),
     )
     prefix_caching: bool = control(

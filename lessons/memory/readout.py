@@ -83,7 +83,9 @@ class StepReadout:
     usage_pct: float
     preemptions: int  # vllm:num_preemptions so far
     hit_rate_pct: float
-    looked_up: bool  # some admission has looked up the prefix cache by now
+    looked_up: bool  # a new request has looked up the prefix cache by now
+    preempted_hit_pct: float  # of the preempted requests' lookups: tokens found again
+    victims_looked_up: bool
     preempted_now: bool
     preempted_names: str
     freed_blocks: int

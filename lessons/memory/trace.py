@@ -3,10 +3,11 @@
 `frames_of` picks the steps the grid animation shows (every step of a short run; in a long one an
 even sample that always keeps each step with a preemption, the step before it and each resumption)
 and, per step, the readouts vLLM's metrics would give: running and waiting requests, KV cache
-usage, `vllm:num_preemptions` so far and the prefix-cache hit rate so far (tokens found in the
-cache per token looked up, over the admissions). `victims_of` prices every preemption from the
-run: the tokens the victim had computed, when it came back, what the cache gave back, what it
-computed again, and the steps and milliseconds until its cache was rebuilt.
+usage, `vllm:num_preemptions` so far and the prefix-cache hit rate so far as vLLM counts it
+(tokens found per token looked up, by requests never preempted, at every lookup), beside the
+same rate for the preempted requests' lookups, which vLLM keeps apart. `victims_of` prices every
+preemption from the run: the tokens the victim had computed, when it came back, what the cache
+gave back, what it computed again, and the steps and milliseconds until its cache was rebuilt.
 
 A frame is the state at the end of one turn of the loop (sim/blocks.py); preemptions happen in
 the turn's schedule(), so the victim's blocks are empty in the frame of the step that preempted it.
@@ -154,7 +155,8 @@ class Frames:
     waiting: np.ndarray  # per step: the waiting queue after schedule()
     usage_pct: np.ndarray  # per step: KV cache usage at the end of the turn
     preemptions: np.ndarray  # per step: vllm:num_preemptions so far
-    hit_rate_pct: np.ndarray  # per step: prefix-cache hit rate so far (NaN: nothing looked up)
+    hit_rate_pct: np.ndarray  # per step: vLLM's prefix-cache hit rate so far (NaN: no lookup)
+    preempted_hit_pct: np.ndarray  # per step: the same for preempted requests' lookups
     waiting_order: tuple[tuple[int, ...], ...]  # per step: the queue, in order
     preempted: tuple[tuple[int, ...], ...]
     resumed: tuple[tuple[int, ...], ...]
@@ -199,7 +201,7 @@ class Frames:
         )
         here = victims.step == step
         back = victims.resume_step == step
-        rate = self.hit_rate_pct[k]
+        rate, back_rate = self.hit_rate_pct[k], self.preempted_hit_pct[k]
         return StepReadout(
             step=step,
             num_steps=int(self.running.shape[0]),
@@ -209,6 +211,8 @@ class Frames:
             preemptions=int(self.preemptions[k]),
             hit_rate_pct=0.0 if np.isnan(rate) else float(rate),
             looked_up=not np.isnan(rate),
+            preempted_hit_pct=0.0 if np.isnan(back_rate) else float(back_rate),
+            victims_looked_up=not np.isnan(back_rate),
             preempted_now=bool(here.any()),
             preempted_names=join([names[int(r)] for r in victims.request[here]]),
             freed_blocks=int(self.trace.table_lens[k - 1, victims.request[here]].sum()) if k else 0,
@@ -245,9 +249,11 @@ def frames_of(run: Run, max_frames: int) -> Frames:
             freed.append(np.zeros(0, dtype=np.int32))
     used = trace.used()
     usage = 100.0 * used / (trace.num_gpu_blocks - 1)
-    q, h = trace.prefix_queried_tokens, trace.prefix_hit_tokens
     with np.errstate(invalid="ignore", divide="ignore"):
+        q, h = trace.prefix_queries, trace.prefix_hits
         rate = np.where(q > 0, 100.0 * h / q, np.nan)
+        q, h = trace.preempted_queries, trace.preempted_hits
+        back = np.where(q > 0, 100.0 * h / q, np.nan)
     peak = int(np.argmax(used))
     comp = trace.num_computed_tokens[peak]
     lens = trace.table_lens[peak]
@@ -260,6 +266,7 @@ def frames_of(run: Run, max_frames: int) -> Frames:
         usage_pct=usage,
         preemptions=np.cumsum(run.num_preempted),
         hit_rate_pct=rate,
+        preempted_hit_pct=back,
         waiting_order=tuple(tuple(d.waiting.tolist()) for d in run.detail),
         preempted=tuple(tuple(d.preempted.tolist()) for d in run.detail),
         resumed=tuple(tuple(d.resumed.tolist()) for d in run.detail),
