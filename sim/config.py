@@ -13,7 +13,7 @@ import numpy as np
 
 from sim.errors import SimInputError
 
-POLICIES = ("fcfs", "priority")
+POLICIES = ("fcfs", "priority")  # vLLM's; sim/policy.py also registers teaching policies
 
 
 @dataclass(frozen=True)

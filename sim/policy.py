@@ -4,8 +4,12 @@ vLLM's scheduler asks its policy two things only (SCHEDULER.md c2, c4, d): where
 the waiting queue (on arrival, and when it is preempted) and which running request to preempt when
 a running request cannot get KV blocks. Everything else (budget, blocks, chunking) is the core's.
 A policy here answers those two questions over NumPy arrays of request indices, so a teaching
-policy (shortest job first, fair share per tenant, prefix-aware) is one small class registered by
-name, without touching the scheduler.
+policy is one small class registered by name, without touching the scheduler.
+
+`fcfs` and `priority` are vLLM's. `sjf` (shortest job first) and `fair-share` (round-robin over
+tenants) are teaching policies that vLLM does not have: each keeps its waiting queue sorted by a
+key fixed at arrival, so the scheduler's windows (sim/window.py) treat them as they treat
+`priority`.
 """
 
 from __future__ import annotations
@@ -25,10 +29,22 @@ class Policy(ABC):
     # tokens already scheduled in the step (sim/dominance.py relies on it).
     victim_is_last: ClassVar[bool] = False
 
-    def __init__(self, *, priority: np.ndarray, arrival_time: np.ndarray, request_ids) -> None:
+    def __init__(
+        self,
+        *,
+        priority: np.ndarray,
+        arrival_time: np.ndarray,
+        request_ids,
+        job_tokens: np.ndarray | None = None,
+        tenant: np.ndarray | None = None,
+    ) -> None:
         self.priority = np.asarray(priority, dtype=np.int64)
         self.arrival_time = np.asarray(arrival_time, dtype=np.float64)
         self.request_ids = tuple(request_ids)
+        n = self.priority.shape[0]
+        # prompt tokens + max_tokens (what a job-size policy may know), and each request's tenant
+        self.job_tokens = np.zeros(n, np.int64) if job_tokens is None else np.asarray(job_tokens)
+        self.tenant = np.zeros(n, np.int64) if tenant is None else np.asarray(tenant, np.int64)
 
     @abstractmethod
     def enqueue(self, waiting: np.ndarray, arrived: np.ndarray) -> np.ndarray:
@@ -60,29 +76,21 @@ class FCFS(Policy):
         return int(running.shape[0] - 1)
 
 
-class Priority(Policy):
-    """vLLM's priority policy: a heap by (priority, arrival_time, request_id); victim = max
-    (priority, arrival_time) over the running list, the first such in running order on a tie."""
+class _Ranked(Policy):
+    """A waiting queue kept sorted by a rank fixed at arrival (ties: arrival time, request id),
+    for the teaching policies below; a preempted request goes back to its place."""
 
-    name = "priority"
+    def _keys(self) -> tuple[np.ndarray, ...]:
+        """The sort keys, most significant last (np.lexsort order), before arrival and id."""
+        raise NotImplementedError
 
     def __init__(self, **keys) -> None:
         super().__init__(**keys)
         n = self.priority.shape[0]
         ids = np.array(self.request_ids, dtype=object).astype(str) if n else np.array([], str)
-        # Heap order (Request.__lt__): priority, then arrival time, then request id (string).
-        order = np.lexsort((ids, self.arrival_time, self.priority))
+        order = np.lexsort((ids, self.arrival_time, *self._keys()))
         self.queue_rank = np.empty(n, dtype=np.int64)
         self.queue_rank[order] = np.arange(n)
-        # Victim key (priority, arrival_time) without the id: equal keys stay equal, so argmax
-        # returns the first of them in running order, as Python's max() does.
-        pa = np.lexsort((self.arrival_time, self.priority))
-        sorted_keys = np.stack((self.priority[pa], self.arrival_time[pa]))
-        new_key = np.ones(n, dtype=bool)
-        if n > 1:
-            new_key[1:] = np.any(sorted_keys[:, 1:] != sorted_keys[:, :-1], axis=0)
-        self.victim_rank = np.empty(n, dtype=np.int64)
-        self.victim_rank[pa] = np.cumsum(new_key) - 1
 
     def _sorted(self, queue: np.ndarray) -> np.ndarray:
         return queue[np.argsort(self.queue_rank[queue], kind="stable")]
@@ -93,11 +101,84 @@ class Priority(Policy):
     def requeue(self, waiting: np.ndarray, preempted: np.ndarray) -> np.ndarray:
         return self._sorted(np.concatenate((waiting, preempted)))
 
+
+class Priority(_Ranked):
+    """vLLM's priority policy: a heap by (priority, arrival_time, request_id); victim = max
+    (priority, arrival_time) over the running list, the first such in running order on a tie."""
+
+    name = "priority"
+
+    def _keys(self) -> tuple[np.ndarray, ...]:
+        return (self.priority,)  # heap order (Request.__lt__): priority, arrival time, id
+
+    def __init__(self, **keys) -> None:
+        super().__init__(**keys)
+        n = self.priority.shape[0]
+        # Victim key (priority, arrival_time) without the id: equal keys stay equal, so argmax
+        # returns the first of them in running order, as Python's max() does.
+        pa = np.lexsort((self.arrival_time, self.priority))
+        sorted_keys = np.stack((self.priority[pa], self.arrival_time[pa]))
+        new_key = np.ones(n, dtype=bool)
+        if n > 1:
+            new_key[1:] = np.any(sorted_keys[:, 1:] != sorted_keys[:, :-1], axis=0)
+        self.victim_rank = np.empty(n, dtype=np.int64)
+        self.victim_rank[pa] = np.cumsum(new_key) - 1
+
     def victim(self, running: np.ndarray) -> int:
         return int(np.argmax(self.victim_rank[running]))
 
 
-POLICY_REGISTRY: dict[str, Callable[..., Policy]] = {"fcfs": FCFS, "priority": Priority}
+class ShortestJobFirst(_Ranked):
+    """Teaching policy (not vLLM's): the waiting queue in order of job size, prompt tokens plus
+    max_tokens, smallest first; the victim is the running request with the largest job (the
+    latest arrival among equals, the first such in running order on a full tie)."""
+
+    name = "sjf"
+
+    def _keys(self) -> tuple[np.ndarray, ...]:
+        return (self.job_tokens,)
+
+    def victim(self, running: np.ndarray) -> int:
+        job = self.job_tokens[running]
+        late = self.arrival_time[running]
+        best = np.flatnonzero(job == job.max())
+        return int(best[np.argmax(late[best])])
+
+
+class FairShare(_Ranked):
+    """Teaching policy (not vLLM's): round-robin over tenants. A request's rank is how many
+    earlier requests of its own tenant there are, so the queue takes one request of each tenant
+    in turn (in arrival order within a round); the victim is the request admitted last among
+    those of the tenant that holds the most running requests."""
+
+    name = "fair-share"
+
+    def _keys(self) -> tuple[np.ndarray, ...]:
+        n = self.tenant.shape[0]
+        order = np.lexsort((np.arange(n), self.arrival_time))  # arrival order, list order on ties
+        turn = np.empty(n, dtype=np.int64)
+        t = self.tenant[order]
+        by_tenant = np.lexsort((np.arange(n), t))  # stable: arrival order within each tenant
+        starts = np.r_[0, np.flatnonzero(np.diff(t[by_tenant])) + 1]
+        counts = np.diff(np.r_[starts, n])
+        within = np.arange(n) - np.repeat(starts, counts)
+        turn[order[by_tenant]] = within
+        return (turn,)
+
+    def victim(self, running: np.ndarray) -> int:
+        t = self.tenant[running]
+        values, counts = np.unique(t, return_counts=True)
+        heavy = values[np.argmax(counts)]  # the most running requests (lowest tenant on a tie)
+        return int(np.flatnonzero(t == heavy)[-1])
+
+
+POLICY_REGISTRY: dict[str, Callable[..., Policy]] = {
+    "fcfs": FCFS,
+    "priority": Priority,
+    "sjf": ShortestJobFirst,
+    "fair-share": FairShare,
+}
+TEACHING_POLICIES = ("sjf", "fair-share")  # not vLLM's: the lessons say so on screen
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
@@ -107,9 +188,19 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
 
 
 def make_policy(
-    name: str, *, priority: np.ndarray, arrival_time: np.ndarray, request_ids: Sequence[str]
+    name: str,
+    *,
+    priority: np.ndarray,
+    arrival_time: np.ndarray,
+    request_ids: Sequence[str],
+    job_tokens: np.ndarray | None = None,
+    tenant: np.ndarray | None = None,
 ) -> Policy:
     """The policy registered as `name`, keyed on one run's requests."""
     return POLICY_REGISTRY[name](
-        priority=priority, arrival_time=arrival_time, request_ids=request_ids
+        priority=priority,
+        arrival_time=arrival_time,
+        request_ids=request_ids,
+        job_tokens=job_tokens,
+        tenant=tenant,
     )

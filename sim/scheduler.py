@@ -140,6 +140,8 @@ def prepare(workload: Workload, policy: str, timed: bool) -> Prepared:
         priority=workload.priority,
         arrival_time=arrival_time,
         request_ids=workload.request_ids,
+        job_tokens=workload.prompt_tokens + workload.output_tokens,
+        tenant=workload.tenant,
     )
     return Prepared(order, arrival_key[order], pol)
 

@@ -1,6 +1,7 @@
 """Property tests (hypothesis, derandomized) for the scheduler's invariants.
 
-On random small workloads and configurations (FCFS and priority, chunked or not, thresholds,
+On random small workloads and configurations (FCFS, priority and the teaching policies sjf and
+fair-share, with tenants; chunked or not, thresholds,
 watermarks, tiny pools that force preemptions, shared prefixes with prefix caching): the budget,
 max_num_seqs and the pool are never exceeded; every request ends with exactly its output tokens
 (or length-capped by max_model_len); the work done is conserved (scheduled tokens = prompt +
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 
 from sim.config import SchedulerConfig
 from sim.kv import cdiv
+from sim.policy import TEACHING_POLICIES
 from sim.replay import to_schema
 from sim.scheduler import Engine, run_steps
 from sim.timed import run_with_timer
@@ -61,7 +63,7 @@ def cases(draw, timed: bool = False, async_scheduling: bool = False):
         block_size=bs,
         enable_chunked_prefill=chunked,
         enable_prefix_caching=caching,
-        policy=draw(st.sampled_from(["fcfs", "priority"])),
+        policy=draw(st.sampled_from(["fcfs", "priority", *TEACHING_POLICIES])),
         long_prefill_token_threshold=draw(st.sampled_from([0, 0, 7, 33, 100])),
         watermark=draw(st.sampled_from([0.0, 0.0, 0.05, 0.2])),
         scheduler_reserve_full_isl=draw(st.booleans()),
@@ -80,6 +82,7 @@ def cases(draw, timed: bool = False, async_scheduling: bool = False):
                 prefix_tokens[i] = length
     kw = dict(
         priority=draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
+        tenant=draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)),
         prefix_id=prefix_id,
         prefix_tokens=prefix_tokens,
     )
