@@ -14,13 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 from sim.blocks import CACHED, FREE, NULL
 from sim.kv import cdiv
 from sim.replay import config_from_settings, to_schema, workload_from_requests
 from sim.scheduler import Engine
 from tests.test_scheduler_props import BOTH, SETTINGS, _toy_timer, cases
+
+FEWER = settings(SETTINGS, max_examples=60)  # each example runs the engine twice, step by step
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(
@@ -152,7 +154,7 @@ def test_block_ids_follow_the_free_queue():
     assert taken <= freed  # the pool was dry: what was handed out came from the victim
 
 
-@SETTINGS
+@FEWER
 @given(BOTH.flatmap(lambda a: cases(async_scheduling=a)))
 def test_tracing_changes_no_decision(case):
     config, wl = case
@@ -161,7 +163,7 @@ def test_tracing_changes_no_decision(case):
     _check_trace(traced)
 
 
-@SETTINGS
+@FEWER
 @given(BOTH.flatmap(lambda a: cases(timed=True, async_scheduling=a)))
 def test_tracing_changes_no_decision_in_timed_runs(case):
     config, wl = case
