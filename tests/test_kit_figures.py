@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from lessons.kit import anim
-from lessons.kit.figures import CACHED, FREE, NULL, OUTSIDE, axis, block_grid, unpack
+from lessons.kit.figures import (
+    CACHED,
+    FREE,
+    NULL,
+    OUTSIDE,
+    SHIFT,
+    axis,
+    block_grid,
+    grid_owners,
+)
 from lessons.theme import palette
 
 
@@ -50,7 +59,7 @@ def test_reopen_copies_and_moves_to_a_frame():
 def test_the_block_grid_draws_the_pool_cell_for_cell():
     owner = np.array([NULL, 0, 0, 1, FREE, 2, CACHED])
     trace = block_grid(owner, columns=4)
-    z = unpack(trace["z"]).astype(float)
+    z = grid_owners(trace["z"])
     assert z.shape == (2, 4)
     assert z.ravel()[:7].tolist() == owner.tolist() and z.ravel()[7] == OUTSIDE
     # every request's cells get that request's palette colour, free and null their own
@@ -58,7 +67,7 @@ def test_the_block_grid_draws_the_pool_cell_for_cell():
     span = trace["zmax"] - trace["zmin"]
 
     def colour(value: int) -> str:
-        at = (value - trace["zmin"] + 0.5) / span
+        at = (value + SHIFT - trace["zmin"] + 0.5) / span
         return next(
             c for (lo, c), (hi, _) in zip(scale[::2], scale[1::2], strict=True) if lo <= at <= hi
         )

@@ -17,7 +17,7 @@ import pytest
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.controls import declared
-from lessons.kit.figures import unpack
+from lessons.kit.figures import grid_owners
 from lessons.memory import exercise, figures, predict
 from lessons.memory import lesson as mem
 from lessons.memory.lesson import BLOCK_SIZE, GRID_COLUMNS, Params, at_step, build, comparison
@@ -76,7 +76,7 @@ def test_the_grid_is_the_engines_block_accounting_at_every_frame(p):
         assert at_step(r, k + 1).usage_pct == pytest.approx(usage)
     # the frame's z is the same grid
     anim = figures.pool(r, 1)
-    z = unpack(anim["frames"][3]["data"][0]["z"]).ravel()
+    z = grid_owners(anim["frames"][3]["data"][0]["z"]).ravel()
     np.testing.assert_array_equal(z[: r.num_gpu_blocks], fr.owners[3])
 
 

@@ -127,30 +127,33 @@ CACHED_TINT = "#b9dcec"  # a free block that still holds a cached prefix: a pale
 FREE_TINT = "#eeeeee"
 
 
+SHIFT = -OUTSIDE  # cells are sent as owner + SHIFT, so every value is a small unsigned number
+
+
 def grid_z(owner: np.ndarray, columns: int = 64) -> dict:
-    """The heatmap z of a block grid: rows of `columns` blocks, OUTSIDE past the end of the pool.
-    It goes to the browser as a packed typed array (Plotly's base64 `bdata` with a shape), one
-    byte per block for up to 127 requests, a third of the size of a JSON list. A frame of an
-    animated grid carries only this."""
-    owner = np.asarray(owner)
+    """The heatmap z of a block grid: rows of `columns` blocks, OUTSIDE past the end of the pool,
+    each value sent as owner + SHIFT. It goes to the browser as a packed typed array (Plotly's
+    base64 `bdata` with a shape), one unsigned byte per block for up to 251 requests. Small
+    unsigned values keep base64's "/" (which Plotly's JSON writes as six characters) rare.
+    A frame of an animated grid carries only this."""
+    owner = np.asarray(owner, dtype=np.int64)
     rows = -(-owner.size // columns)
-    small = owner.size == 0 or int(owner.max()) < 127
-    z = np.full(rows * columns, OUTSIDE, dtype=np.int8 if small else np.int16)
-    z[: owner.size] = owner
+    small = owner.size == 0 or int(owner.max()) + SHIFT < 256
+    z = np.full(rows * columns, 0, dtype=np.uint8 if small else np.uint16)
+    z[: owner.size] = owner + SHIFT
     return {
-        "dtype": "i1" if small else "i2",
+        "dtype": "u1" if small else "u2",
         "bdata": base64.b64encode(z.tobytes()).decode("ascii"),
         "shape": f"{rows}, {columns}",
     }
 
 
-def unpack(value: object) -> np.ndarray:
-    """A packed typed array (`grid_z`) back as a NumPy array; other values as they are."""
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(n) for n in str(value.get("shape", arr.size)).split(",")]
-        return arr.reshape(shape)
-    return np.asarray(value)
+def grid_owners(value: object) -> np.ndarray:
+    """The owner values (request index, FREE, NULL, CACHED, OUTSIDE) of a `grid_z`, 2-D."""
+    raw = value
+    arr = np.frombuffer(base64.b64decode(raw["bdata"]), dtype=np.dtype(raw["dtype"]))
+    shape = [int(n) for n in str(raw["shape"]).split(",")]
+    return arr.astype(np.int64).reshape(shape) - SHIFT
 
 
 def block_grid(owner: np.ndarray, columns: int = 64, *, owners: int | None = None) -> dict:
@@ -158,28 +161,29 @@ def block_grid(owner: np.ndarray, columns: int = 64, *, owners: int | None = Non
 
     `owner[b]` is the request index holding block b, FREE (-1) for a free block, CACHED (-3) for
     a free block that keeps a cached prefix (prefix caching), NULL (-2) for vLLM's null block
-    (block 0, never handed out). Returns one heatmap trace; cells past the end of the pool are
-    white. Request colours cycle through the theme palette without its black (the null
-    block's); `owners` is the number of requests (default: the largest index seen plus one).
+    (block 0, never handed out). Returns one heatmap trace (z as `grid_z` sends it); cells past
+    the end of the pool are white. Request colours cycle through the theme palette without its
+    black (the null block's); `owners` is the number of requests (default: the largest index
+    seen plus one).
     """
     owner = np.asarray(owner, dtype=np.int64)
     rows = -(-owner.size // columns)
     pal = [c for c in palette() if c.lower() != "#000000"]
     k = len(pal)
-    zmin, zmax = OUTSIDE, (owners if owners is not None else max(int(owner.max(initial=0)), 0) + 1)
-    zmax = max(zmax, 1)
+    top = owners if owners is not None else max(int(owner.max(initial=0)), 0) + 1
+    top = max(top, 1)
     stops = [(OUTSIDE, "#ffffff"), (CACHED, CACHED_TINT), (NULL, INK), (FREE, FREE_TINT)]
-    stops += [(r, pal[r % k]) for r in range(zmax)]
-    span = zmax - zmin
+    stops += [(r, pal[r % k]) for r in range(top)]
+    span = top - OUTSIDE
     scale = []
     for value, c in stops:
-        lo, hi = (value - zmin) / span, (value + 1 - zmin) / span
+        lo, hi = (value - OUTSIDE) / span, (value + 1 - OUTSIDE) / span
         scale += [[lo, c], [min(hi, 1.0), c]]
     return {
         "type": "heatmap",
         "z": grid_z(owner, columns),
-        "zmin": zmin,
-        "zmax": zmax,
+        "zmin": OUTSIDE + SHIFT,
+        "zmax": top + SHIFT,
         "colorscale": scale,
         "showscale": False,
         "xgap": 1,
