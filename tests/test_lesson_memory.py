@@ -95,7 +95,7 @@ def test_preemptions_shown_are_the_runs(p):
         if frame["data"][1]["x"] != [None]
     ]
     assert marked == steps
-    last = anim["frames"][-1]["layout"]["title"]["text"]
+    last = anim["frames"][-1]["layout"]["annotations"][0]["text"]
     assert f"vllm:num_preemptions {run.total_preemptions}" in last
     for i, k in enumerate(v.step.tolist()):  # the victim's blocks, all of them, freed at once
         r_ = int(v.request[i])

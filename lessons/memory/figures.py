@@ -48,18 +48,13 @@ def _cells(blocks: np.ndarray) -> tuple[list, list]:
 
 
 def _frame_words(r: Readout, k: int) -> tuple[str, str]:
-    """The title (vLLM's readouts) and the caption (what happened) of step k + 1."""
+    """The title (the lists and the cache) and the caption (vLLM's counters, then what happened)
+    of step k + 1."""
     s = at_step(r, k + 1)
     rate = f"{s.hit_rate_pct:.0f}%" if r.prefix_caching and s.looked_up else "–"
-    title = _say(
-        "frame-title",
-        step=s.step,
-        running=s.running,
-        waiting=s.waiting,
-        usage=s.usage_pct,
-        preemptions=s.preemptions,
-        rate=rate,
-    )
+    lists = {"step": s.step, "running": s.running, "waiting": s.waiting}
+    title = _say("frame-title", usage=s.usage_pct, **lists)
+    counters = _say("frame-counters", preemptions=s.preemptions, rate=rate)
     events = []
     if s.preempted_now:
         events.append(
@@ -76,7 +71,7 @@ def _frame_words(r: Readout, k: int) -> tuple[str, str]:
     queue = r.frames.waiting_order[k]
     shown = join([r.frames.names[q] for q in queue[:8]]) + (" …" if len(queue) > 8 else "")
     events.append(_say("frame-queue", queue=shown or "–"))
-    return title, "  ·  ".join(events)
+    return title, counters + "<br>" + "  ·  ".join(events)
 
 
 def pool(r: Readout, step: int) -> dict:
@@ -117,7 +112,7 @@ def _pool(r: Readout) -> dict:
                 ],
                 "traces": [0, 1],
                 "layout": {
-                    "title": {"text": title, "y": 0.995, "yref": "container", "yanchor": "top"},
+                    "title": {"text": title},
                     "annotations": [_caption(caption)],
                 },
             }
@@ -136,7 +131,7 @@ def _pool(r: Readout) -> dict:
                 words["y"].format(columns=GRID_COLUMNS), autorange="reversed", showgrid=False
             ),
             "showlegend": False,  # the crosses are explained in the text above the grid
-            "margin": {"t": 110},
+            "margin": {"t": 130},
         },
     }
     return animate(figure, frames, names)
