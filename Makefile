@@ -31,9 +31,11 @@ format: $(VENV)/.dev
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
+# Two workers (pytest-xdist), each test file kept on one worker (module fixtures, one browser
+# server per worker): the suite's wall time, not its CPU time, is what CI's 20 minutes bound.
 test: $(VENV)/.dev browser lint
 	@bash scripts/ensure_postgres.sh
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 bench: $(VENV)/.dev
 	$(PY) -m bench
