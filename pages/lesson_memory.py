@@ -54,7 +54,7 @@ def lab() -> None:
     page.say(r, "grid", "grid-cut", "sampled")
     animation = st.container()
     page.say(r, "summary", "stepper")
-    step = stepper(STEP, r.num_steps, lesson.step_from_link)
+    step = stepper(STEP, r.num_steps)
     with animation:
         page.chart(figures.pool(r, step), r, "pool")
     step_panel(r, step)

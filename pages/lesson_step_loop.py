@@ -35,7 +35,7 @@ def lab() -> None:
     page.say(r, "summary", "compare", "anim")
     animation = st.container()  # drawn once the stepper has said which step to open at
     page.say(r, "stepper")
-    step = stepper(STEP, r.num_steps, lesson.step_from_link)
+    step = stepper(STEP, r.num_steps)
     with animation:
         page.chart(figures.animation(r, step), r, "anim")
     page.chart(figures.still(r, step), r, "still")

@@ -1,17 +1,16 @@
 """The stepper under an animation: Previous / Next (the ← and → keys) and a step slider.
 
 The step is kept in the link the way the kit keeps a control: written from the value on screen
-(left out at step 1), read from the link once per session and checked by the lesson's
+(left out at step 1), read from the link once per session and checked by the kit's
 `step_from_link`, which reports a bad value as plain text. A shorter run clamps it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import streamlit as st
 
 from lessons.course import SITE_TEXT
+from lessons.kit.controls import step_from_link
 from lessons.text import section
 
 
@@ -19,12 +18,10 @@ def _move(key: str, delta: int, last: int) -> None:
     st.session_state[key] = min(max(st.session_state[key] + delta, 1), last)
 
 
-def stepper(
-    key: str, last: int, from_link: Callable[[str | None, int], tuple[int, dict | None]]
-) -> int:
+def stepper(key: str, last: int) -> int:
     """Draw the stepper for steps 1..last under session key (and URL key) `key`; the step."""
     if key not in st.session_state:  # the link's step, read once
-        st.session_state[key], bad = from_link(st.query_params.get(key), last)
+        st.session_state[key], bad = step_from_link(st.query_params.get(key), last, key)
         if bad:
             st.warning(section(SITE_TEXT, "bad-link", bad), icon=":material/link_off:")
     st.session_state[key] = min(st.session_state[key], last)

@@ -238,3 +238,14 @@ def shown(value: object, limit: int = MAX_LINK_CHARS) -> str:
     return "".join(
         "\\" + ch if ch.isascii() and not ch.isalnum() and ch != " " else ch for ch in text
     )
+
+
+def step_from_link(raw: str | None, num_steps: int, key: str) -> tuple[int, dict | None]:
+    """A stepper's step from a link (URL key `key`): (step, None), or (1, the problem to report
+    with lessons/site.md's bad-link section) if it is not a step 1..num_steps of this run."""
+    if raw is None:
+        return 1, None
+    try:
+        return Integer("Step", lo=1, hi=max(num_steps, 1)).parse(raw), None
+    except BadValue as exc:
+        return 1, {"key": key, "value": shown(raw), "expected": str(exc), "default": "1"}

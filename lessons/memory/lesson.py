@@ -22,11 +22,11 @@ import numpy as np
 
 from lessons.kit import limits, shared
 from lessons.kit.anim import MAX_FRAMES
-from lessons.kit.controls import BadValue, Choice, Integer, Steps, Toggle, control, shown
+from lessons.kit.controls import Choice, Integer, Steps, Toggle, control
 from lessons.kit.selection import selection, used_limits
 from lessons.memory import runs
 from lessons.memory.readout import Comparison, Readout, StepReadout
-from lessons.memory.trace import Frames, frames_of, victims_of
+from lessons.memory.trace import frames_of, victims_of
 from sim.config import SchedulerConfig
 from sim.cost import Deployment
 from sim.kv import cdiv
@@ -317,6 +317,7 @@ def build(p: Params) -> Readout:
     fr = frames_of(run, min(MAX_FRAMES, FRAME_CELLS // min(blocks, GRID_MAX_BLOCKS)))
     victims = victims_of(run)
     mean_seq = int(np.mean(np.minimum(wl.prompt_tokens + wl.output_tokens, p.max_model_len)))
+    left_out = refused(p)
     return Readout(
         **selection(p, dtype=p.dtype),
         **used_limits(p, budget, seqs),
@@ -338,8 +339,8 @@ def build(p: Params) -> Readout:
         requests=wl.num_requests,
         batch=int(np.count_nonzero(wl.priority == 1)),
         interactive=int(np.count_nonzero(wl.priority == 0)),
-        refused=refused(p),
-        any_refused=refused(p) > 0,
+        refused=left_out,
+        any_refused=left_out > 0,
         policy=p.policy.upper(),
         prefix_caching=p.prefix_caching,
         async_scheduling=p.async_scheduling,
@@ -371,16 +372,3 @@ def at_step(r: Readout, step: int) -> StepReadout:
 def frame_of(r: Readout, step: int) -> int:
     """The animation frame that shows `step` (or the nearest one before it)."""
     return r.frames.frame_of(step)
-
-
-def step_from_link(raw: str | None, num_steps: int) -> tuple[int, dict | None]:
-    """The stepper's step from a link: (step, None), or (1, the problem to report)."""
-    if raw is None:
-        return 1, None
-    try:
-        return Integer("Step", lo=1, hi=max(num_steps, 1)).parse(raw), None
-    except BadValue as exc:
-        return 1, {"key": STEP_KEY, "value": shown(raw), "expected": str(exc), "default": "1"}
-
-
-__all__ = ["Frames", "Params", "build"]

@@ -15,7 +15,6 @@ import numpy as np
 
 from lessons.memory import lesson
 from lessons.quiz.bank import Bank
-from sim.cost import Deployment
 from sim.run import Run
 from sim.timed import run_timed
 
@@ -24,18 +23,10 @@ NEVER = "None"  # the misconception: admission checks that requests fit, so none
 
 @cache
 def opening_run() -> Run:
-    """The run of the lesson's opening settings, with per-step detail (no block tables)."""
-    p = lesson.Params()
-    budget, asked = lesson.limits.effective(
-        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
-    )
-    wl = lesson.workload(p.prompt_tokens, p.output_tokens, p.rate, p.max_model_len)
-    blocks, _ = lesson.catalog_blocks(p, budget)
-    cfg = lesson.config(
-        p, budget, min(asked, budget), max(blocks, lesson.smallest_pool(wl, p.max_model_len))
-    )
-    dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
-    return run_timed(cfg, wl, dep, record_detail=True)
+    """The run of the lesson's opening settings (lesson.setup), with per-step detail and no
+    block tables: the same decisions as the traced run the grid draws."""
+    s = lesson.setup(lesson.Params())
+    return run_timed(s.config, s.workload, s.deployment, record_detail=True)
 
 
 def answers() -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 
 from lessons.kit import limits, shared
 from lessons.kit.anim import sample_steps
-from lessons.kit.controls import BadValue, Integer, Toggle, control, shown
+from lessons.kit.controls import Integer, Toggle, control
 from lessons.kit.selection import selection, used_limits
 from lessons.kit.timeline import DECODE, PROMPT, RECOMPUTE
 from lessons.kit.words import join
@@ -354,14 +354,3 @@ def at_step(r: Readout, step: int) -> StepReadout:
 def frame_of(r: Readout, step: int) -> int:
     """The animation frame that shows `step` (or, in a sampled run, the nearest one before it)."""
     return max(int(np.searchsorted(r.frame_steps, int(step), side="right")) - 1, 0)
-
-
-def step_from_link(raw: str | None, num_steps: int) -> tuple[int, dict | None]:
-    """The stepper's step from a link: (step, None), or (1, the problem to report) if it is not
-    a step of this run (as the kit reports a bad control value: lessons/site.md bad-link)."""
-    if raw is None:
-        return 1, None
-    try:
-        return Integer("Step", lo=1, hi=max(num_steps, 1)).parse(raw), None
-    except BadValue as exc:
-        return 1, {"key": STEP_KEY, "value": shown(raw), "expected": str(exc), "default": "1"}
