@@ -148,14 +148,20 @@ def test_two_threads_writing_at_once_lose_nothing_and_count_nothing_twice(store)
 
 _WRITER = """
 import sys
+import time
 from lessons.quiz.store import Store
 from tests.test_store import _answer
-url, learner, w, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+url, learner = sys.argv[1], sys.argv[2]
+w, n, nw = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 store = Store.from_url(url)
 store.count()  # connected
 print("ready", flush=True)
 sys.stdin.readline()  # go
 for i in range(n):
+    if i in (1, n // 2):  # meet the others twice, so the writes interleave even under load
+        deadline = time.monotonic() + 60
+        while store.count(learner) < nw * i and time.monotonic() < deadline:
+            time.sleep(0.005)
     store.append(learner, [_answer(i, w * 100_000 + i)])
 """
 
@@ -166,7 +172,7 @@ def test_processes_writing_at_once_lose_nothing_and_count_nothing_twice(store, u
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _WRITER, url, learner, str(w), str(per_writer)],
+            [sys.executable, "-c", _WRITER, url, learner, str(w), str(per_writer), str(writers)],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,

@@ -21,14 +21,40 @@ def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000
     page.wait_for_function(READY, timeout=timeout_ms)
     drawn = "[...document.querySelectorAll('" + CHART + "')].filter(g => g._fullLayout).length"
     if charts is None:
-        # Charts mount lazily (a 4.7 MB Plotly chunk) after the script has finished.
+        # Charts mount lazily (a 4.7 MB Plotly chunk) after the script has finished, one by one
+        # on a loaded machine: wait until every chart element is drawn and none has come for 1.5 s.
         page.wait_for_function("() => " + drawn + " >= 1", timeout=timeout_ms)
-        page.wait_for_timeout(1500)
-        charts = page.locator(CHART).count()
+        charts = _settled_count(page, drawn, timeout_ms)
     if charts:
         expect(page.locator(CHART)).to_have_count(charts, timeout=timeout_ms)
         page.wait_for_function("n => " + drawn + " >= n", arg=charts, timeout=timeout_ms)
     return charts
+
+
+def _settled_count(page: Page, drawn: str, timeout_ms: int) -> int:
+    elements = "document.querySelectorAll('[data-testid=stPlotlyChart]').length"
+    seen, since = -1, 0
+    for _ in range(timeout_ms // 250):
+        count = page.evaluate("() => " + drawn + " === " + elements + " ? " + drawn + " : -1")
+        since = since + 1 if count == seen and count > 0 else 0
+        seen = count
+        if since >= 6:
+            return count
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the page's charts never settled (last count {seen})")
+
+
+def settled_state(page: Page, index: int, quiet_ms: int = 600, timeout_ms: int = 15_000) -> dict:
+    """The chart's state once its frame has stopped changing for quiet_ms (a Pause takes effect
+    at the end of the running transition, later on a loaded machine)."""
+    state = chart_state(page, index)
+    for _ in range(max(1, timeout_ms // quiet_ms)):
+        page.wait_for_timeout(quiet_ms)
+        now = chart_state(page, index)
+        if now["current"] == state["current"] and now["slider"] == state["slider"]:
+            return now
+        state = now
+    raise AssertionError(f"chart {index} kept changing frames for {timeout_ms} ms")
 
 
 def chart_state(page: Page, index: int = 0) -> dict:
