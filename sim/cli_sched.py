@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from sim.errors import SimInputError
@@ -46,9 +47,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="vLLM's AsyncScheduler: step k is scheduled before step k-1's output is processed",
     )
+    for flag, what in (
+        ("--max-num-queued-reqs", "unfinished requests (waiting + running)"),
+        ("--max-num-queued-tokens", "prompt tokens of requests without a first token"),
+    ):
+        s.add_argument(
+            flag,
+            type=human_readable_int,
+            default=None,
+            help=f"vLLM's admission limit on {what}; a request over it is refused (HTTP 503). "
+            "Accepts 32k (32,000) and 32K (32,768).",
+        )
     s.add_argument("--ttft-slo-ms", type=float, default=None)
     s.add_argument("--itl-slo-ms", type=float, default=None)
     s.set_defaults(func=_simulate)
+
+
+_UNITS = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def human_readable_int(text: str) -> int:
+    """vLLM's notation for token counts: 100, 32k = 32,000, 2.5k = 2,500, 1K = 1,024, 1M = 2**20
+    (decimal suffixes take a fraction, binary ones do not)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgKMG]?)", text.strip())
+    if not match or (match[2].isupper() and "." in match[1]):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count such as 500, 32k or 1M")
+    number, unit = match[1], match[2]
+    if not unit:
+        if "." in number:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        return int(number)
+    value = float(number) * _UNITS[unit]
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of tokens")
+    return int(value)
 
 
 def _read_json(path: str) -> dict:
@@ -97,6 +129,8 @@ def _simulate(args: argparse.Namespace) -> int:
         policy=args.policy,
         long_prefill_token_threshold=args.long_prefill_token_threshold,
         async_scheduling=args.async_scheduling,
+        max_num_queued_reqs=args.max_num_queued_reqs,
+        max_num_queued_tokens=args.max_num_queued_tokens,
     )
     workload = load_workload(args.workload, max_model_len=config.max_model_len)
     run = run_timed(config, workload, dep)

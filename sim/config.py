@@ -37,6 +37,9 @@ class SchedulerConfig:
     watermark: float = 0.0
     scheduler_reserve_full_isl: bool = True
     async_scheduling: bool = False
+    # vLLM's admission limits (checked by its API server on arrival, sim/admission.py); None: off
+    max_num_queued_reqs: int | None = None
+    max_num_queued_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "block_size"):
@@ -53,6 +56,12 @@ class SchedulerConfig:
             raise SimInputError(
                 f"long_prefill_token_threshold must be an integer >= 0, got {thr!r}"
             )
+        for name in ("max_num_queued_reqs", "max_num_queued_tokens"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise SimInputError(f"{name} must be an integer >= 0 or None, got {value!r}")
         if not isinstance(self.async_scheduling, bool | np.bool_):
             raise SimInputError(
                 f"async_scheduling must be true or false, got {self.async_scheduling!r}"
@@ -79,6 +88,11 @@ class SchedulerConfig:
                 f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be greater than "
                 f"or equal to max_num_seqs ({self.max_num_seqs})."
             )
+
+    @property
+    def admission_control(self) -> bool:
+        """Whether either of vLLM's admission limits is set."""
+        return self.max_num_queued_reqs is not None or self.max_num_queued_tokens is not None
 
     @property
     def kv_blocks_usable(self) -> int:

@@ -59,8 +59,11 @@ class PrefixCachePool:
         # Full blocks of each request that are hashed (an array: the scheduler filters on it).
         self.num_cached = np.zeros(n, dtype=np.int64)
         # Number of leading blocks of each request that are prefix blocks.
-        self._prefix_blocks = np.where(prefix_id >= 0, prefix_tokens // block_size, 0).tolist()
+        prefix_blocks = np.where(prefix_id >= 0, prefix_tokens // block_size, 0)
+        self._prefix_blocks = prefix_blocks.tolist()
         self._prefix_id = prefix_id.tolist()
+        self._prefix_arrays = (np.asarray(prefix_id, dtype=np.int64), prefix_blocks)
+        self.own_hashed = np.zeros(n, dtype=bool)  # r has hashed a block past its shared prefix
 
     @property
     def num_free(self) -> int:
@@ -84,6 +87,26 @@ class PrefixCachePool:
             hits.append(blocks[0])
         evictable = sum(1 for b in hits if self._ref[b] == 0)
         return hits, evictable
+
+    def hit_blocks(self, rs: np.ndarray, num_tokens: np.ndarray) -> np.ndarray:
+        """How many blocks `lookup` would hit for each of rs: a shared prefix's cached run is
+        found once per prefix id; only a request that has hashed blocks of its own (it ran and
+        was preempted) and matches its whole shared prefix is looked up block by block."""
+        out = np.zeros(rs.shape[0], dtype=np.int64)
+        if not self.hashing or not rs.shape[0]:
+            return out
+        cap = (np.asarray(num_tokens, dtype=np.int64) - 1) // self.block_size
+        pid, pblocks = (a[rs] for a in self._prefix_arrays)
+        for p in np.unique(pid[pid >= 0]).tolist():
+            sel = pid == p
+            longest, run = int(pblocks[sel].max()), 0
+            while run < longest and self._cached.get(("p", p, run)):
+                run += 1
+            out[sel] = np.minimum(run, np.minimum(pblocks[sel], cap[sel]))
+        own = np.flatnonzero(self.own_hashed[rs] & (out >= np.minimum(pblocks, cap)))
+        for i in own.tolist():
+            out[i] = len(self.lookup(int(rs[i]), int(num_tokens[i]))[0])
+        return out
 
     def take_hits(self, r: int, hits: list[int]) -> None:
         """Share the hit blocks with request r (touch: out of the free queue, ref count + 1)."""
@@ -119,6 +142,8 @@ class PrefixCachePool:
         for j in range(int(self.num_cached[r]), num_full_blocks):
             b = table[j]
             key = self._key(r, j)
+            if key[0] == "r":
+                self.own_hashed[r] = True
             self._hash[b] = key
             self._cached.setdefault(key, []).append(b)
         if num_full_blocks > self.num_cached[r]:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim.admission import rejected_counts
 from sim.errors import SimInputError
 from sim.run import Run
 
@@ -348,7 +349,8 @@ def summarize(
     """The run's figures as plain JSON-ready values (None where a figure does not apply).
 
     Keys: timed, num_requests, num_finished, num_steps, num_output_tokens (sampled),
-    total_preemptions, total_recomputed_tokens, peak_kv_usage, mean_kv_usage (over steps);
+    total_preemptions, total_recomputed_tokens, peak_kv_usage, mean_kv_usage (over steps),
+    rejected_requests (total and per admission limit: num_finished + total = num_requests);
     time (None in step replays): makespan_s, ttft_ms, itl_ms, tpot_ms, e2e_s (each a dict
     p50/p90/p99/max/mean), output_tokens_per_s, total_tokens_per_s, scheduled_tokens_per_s,
     mean_step_ms; steps (None in timed runs): ttft_steps, itl_steps, e2e_steps (dicts),
@@ -370,6 +372,7 @@ def summarize(
         "total_recomputed_tokens": int(np.sum(run.num_recomputed_tokens)),
         "peak_kv_usage": float(usage.max()) if usage.size else 0.0,
         "mean_kv_usage": float(usage.mean()) if usage.size else 0.0,
+        "rejected_requests": rejected_counts(run.rejected),
     }
     none4 = percentiles(np.empty(0))
     if run.timed:

@@ -6,10 +6,11 @@ a running request cannot get KV blocks. Everything else (budget, blocks, chunkin
 A policy here answers those two questions over NumPy arrays of request indices, so a teaching
 policy is one small class registered by name, without touching the scheduler.
 
-`fcfs` and `priority` are vLLM's. `sjf` (shortest job first) and `fair-share` (round-robin over
-tenants) are teaching policies that vLLM does not have: each keeps its waiting queue sorted by a
-key fixed at arrival, so the scheduler's windows (sim/window.py) treat them as they treat
-`priority`.
+`fcfs` and `priority` are vLLM's. `sjf` (shortest job first), `fair-share` (round-robin over
+tenants) and `prefix-aware` (cached prefixes first) are teaching policies that vLLM does not
+have. The first two keep their waiting queue sorted by a key fixed at arrival, so the
+scheduler's windows (sim/window.py) treat them as they treat `priority`; `prefix-aware` re-sorts
+the queue every step from the prefix cache (`reorder`), whose block pool the windows never use.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class Policy(ABC):
     # True if the victim is always the last running request, so a preemption never takes back
     # tokens already scheduled in the step (sim/dominance.py relies on it).
     victim_is_last: ClassVar[bool] = False
+    # True if the queue order changes with the prefix cache: the scheduler calls `reorder` at
+    # the start of every schedule() (only with prefix caching on) and skips its quiet runs.
+    dynamic: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -57,6 +61,10 @@ class Policy(ABC):
     @abstractmethod
     def victim(self, running: np.ndarray) -> int:
         """Position in `running` (running order) of the request to preempt."""
+
+    def reorder(self, waiting: np.ndarray, hit_blocks: np.ndarray) -> np.ndarray:
+        """The waiting queue for this step, given each waiting request's cached blocks now."""
+        return waiting
 
 
 class FCFS(Policy):
@@ -172,13 +180,29 @@ class FairShare(_Ranked):
         return int(np.flatnonzero(t == heavy)[-1])
 
 
+class PrefixAware(FCFS):
+    """Teaching policy (not vLLM's; SGLang's default, "longest prefix match"): at every step the
+    waiting queue is sorted by how many of each request's blocks the prefix cache holds now,
+    most first, FCFS among equals (a preempted request first among them); the victim is the last
+    running request, as FCFS. Without prefix caching nothing is cached and it is FCFS. (SGLang
+    falls back to FCFS above 128 waiting requests; this teaching version always sorts.)"""
+
+    name = "prefix-aware"
+    dynamic = True
+
+    def reorder(self, waiting: np.ndarray, hit_blocks: np.ndarray) -> np.ndarray:
+        return waiting[np.argsort(-hit_blocks, kind="stable")]
+
+
 POLICY_REGISTRY: dict[str, Callable[..., Policy]] = {
     "fcfs": FCFS,
     "priority": Priority,
     "sjf": ShortestJobFirst,
     "fair-share": FairShare,
+    "prefix-aware": PrefixAware,
 }
-TEACHING_POLICIES = ("sjf", "fair-share")  # not vLLM's: the lessons say so on screen
+# not vLLM's: the lessons say so on screen
+TEACHING_POLICIES = ("sjf", "prefix-aware", "fair-share")
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:

@@ -78,7 +78,16 @@ class Run:
     finish_s: np.ndarray
     scheduler_seconds: float = 0.0
     detail: list[StepDetail] | None = field(default=None)
+    # per request: 0 admitted, else the admission limit that refused it (sim/admission.py)
+    rejected: np.ndarray | None = field(default=None)
     blocks: BlockTrace | None = field(default=None)  # block tables per step (trace_blocks)
+
+    @property
+    def rejected_requests(self) -> dict[str, int]:
+        """Refused requests, in total and by vLLM's limit (simulate's `rejected_requests`)."""
+        from sim.admission import rejected_counts
+
+        return rejected_counts(self.rejected)
 
     @property
     def total_preemptions(self) -> int:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.admission import admit_in_order
 from sim.async_sched import AsyncMixin
 from sim.blocks import BlockTraceLog
 from sim.closed_loop import ClosedLoopMixin
@@ -233,6 +234,16 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         self.waiting = _EMPTY
         self.free = self.usable
         self.num_finished = 0
+        # admission control (sim/admission.py): refused requests never run
+        self.rejected = np.zeros(n, dtype=np.int8)
+        self.num_rejected = 0
+        self.num_admitted = 0
+        self.admitted_prompt = 0
+        if config.admission_control and self.closed is not None:
+            raise SimInputError(
+                "admission limits apply to open-loop workloads (a concurrency workload's clients "
+                "would resend a refused request at once)"
+            )
         self.pool = (
             PrefixCachePool(
                 config.num_gpu_blocks,
@@ -266,6 +277,8 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         if end > self.arrival_ptr:
             new = self.arrival_order[self.arrival_ptr : end]
             # Arrivals join in list order (stable sort keeps list order within one key).
+            if self.cfg.admission_control:
+                new = self._admission(new, upto)
             self.arrival_ptr = end
             self.status[new] = WAITING
             self.waiting = self.policy.enqueue(self.waiting, new)
@@ -273,9 +286,45 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         else:
             self.arrived_now = _EMPTY
 
+    def _admission(self, new: np.ndarray, upto) -> np.ndarray:
+        """vLLM's admission limits (sim/admission.py) on this step's arrivals; returns those let
+        in. An arrival sees the outputs processed before it: in a timed run one that came
+        during the last step does not see that step's, one at this very moment (or in a step
+        replay, at the step's start) does."""
+        cfg = self.cfg
+        if self.timed:
+            during = int(np.searchsorted(self.arrival_sorted[self.arrival_ptr :], upto, "left"))
+            parts = ((new[:during], self.step - 1), (new[during:], self.step))
+        else:
+            parts = ((new, self.step),)
+        kept = []
+        for part, seen in parts:
+            if not part.shape[0]:
+                continue
+            done = (self.finish > 0) & (self.finish <= seen)
+            first = (self.first_token > 0) & (self.first_token <= seen)
+            unfinished = self.num_admitted - int(np.count_nonzero(done))
+            queued = self.admitted_prompt - int(self.prompt[first].sum())
+            taken, reason = admit_in_order(
+                self.prompt[part],
+                unfinished,
+                queued,
+                cfg.max_num_queued_reqs,
+                cfg.max_num_queued_tokens,
+            )
+            self.rejected[part[taken:]] = reason
+            self.num_rejected += part.shape[0] - taken
+            self.num_admitted += taken
+            self.admitted_prompt += int(self.prompt[part[:taken]].sum())
+            kept.append(part[:taken])
+        return np.concatenate(kept) if kept else _EMPTY
+
     # ----------------------------------------------------------------------------- one step
     def _schedule(self):
         """One `schedule()` call. Returns (scheduled requests, tokens, preempted, admitted)."""
+        if self.policy.dynamic and self.pool is not None and self.waiting.shape[0] > 1:
+            W = self.waiting
+            self.waiting = self.policy.reorder(W, self.pool.hit_blocks(W, self.num_tokens[W]))
         R = self.running
         W = self.waiting
         thr_on = self.thr > 0 and (R.shape[0] + W.shape[0]) > 1
@@ -602,13 +651,13 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
     def run(self) -> Run:
         t0 = time.perf_counter()
         n = self.n
-        while self.num_finished < n:
+        while self.num_finished + self.num_rejected < n:
             if self.step >= self.max_steps:
                 if self.stop_at_max_steps:
                     break  # the recording harness's cap: stop, leave the rest unfinished
                 raise SimInputError(
                     f"the run did not finish within max_steps={self.max_steps} steps "
-                    f"({n - self.num_finished} requests unfinished)"
+                    f"({n - self.num_finished - self.num_rejected} requests unfinished)"
                 )
             if self.timed and self.running.shape[0] == 0 and self.waiting.shape[0] == 0:
                 self.now_s = max(self.now_s, float(self._next_arrival()))
@@ -619,7 +668,8 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
                 self._general_step()
                 continue
             self._add_arrivals(self.now_s if self.timed else self.step + 1)
-            m = self._quiet_length() if self.batch_quiet_runs else 0
+            quiet = self.batch_quiet_runs and not (self.policy.dynamic and self.waiting.shape[0])
+            m = self._quiet_length() if quiet else 0
             if m >= 2 or (m >= 1 and self.running.shape[0] == 0):
                 self._quiet_run(m)
             else:
@@ -669,6 +719,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
             finish_s=finish_s,
             scheduler_seconds=seconds,
             detail=self.detail,
+            rejected=self.rejected,
             blocks=None if self.traced is None else self.traced.trace(self.cfg),
             **cols,
         )

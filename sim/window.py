@@ -104,6 +104,10 @@ class WindowMixin:
             m = self._timed_window(T, R, comp0)
         else:
             ptr = self.arrival_ptr
+            if self.cfg.admission_control and ptr < self.n:
+                T = min(T, int(self.arrival_sorted[ptr]) - k0)  # end before the next arrival
+                if T <= 0:
+                    return 0
             end = int(np.searchsorted(self.arrival_sorted, k0 + T - 1, side="right"))
             arr_ids = self.arrival_order[ptr:end]
             arr_t = self.arrival_sorted[ptr:end] - k0
@@ -127,6 +131,14 @@ class WindowMixin:
         keep the steps before the first disagreement otherwise."""
         ptr = self.arrival_ptr
         K = min(self.n - ptr, 4 * T + 16)
+        if self.cfg.admission_control and K:
+            # each arrival is checked against the state it sees (scheduler._admission): plan
+            # up to the next one only, about twice the steps the last mean step time gives
+            K = 0
+            avg_ms = getattr(self, "avg_step_ms", 0.0)
+            if avg_ms > 0:
+                ahead = (float(self.arrival_sorted[ptr]) - self.now_s) * 1e3 / avg_ms
+                T = max(1, min(T, 2 * int(ahead) + 8))
         arr_ids = self.arrival_order[ptr : ptr + K]
         arr_s = self.arrival_sorted[ptr : ptr + K]
         if R.shape[0] == 0 and self.waiting.shape[0] == 0 and K == 0:
@@ -172,10 +184,11 @@ class WindowMixin:
                 m = stop
             else:
                 m = min(int(landing[j]) if j < n_a else stop, int(guess[j]) if j < n_g else stop)
-            if n_a == K and ptr + K < self.n:
-                m = min(m, int(landing[K - 1]))  # later arrivals were not looked at
+            if n_a == K and ptr + K < self.n:  # later arrivals were not looked at
+                nxt = landing[K - 1] if K else np.searchsorted(starts, self.arrival_sorted[ptr])
+                m = min(m, int(nxt))
             best = (m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess)
-            if m == stop:
+            if m == stop or K == 0:
                 break
             guess = landing[:n_a]
         m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess = best

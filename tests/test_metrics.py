@@ -52,6 +52,7 @@ class FakeRun:
     num_output_tokens: np.ndarray
     num_recomputed_tokens: np.ndarray
     arrival_s: np.ndarray
+    rejected: np.ndarray | None = None
 
 
 def a(*values):

@@ -1,9 +1,12 @@
-"""The teaching policies (sim/policy.py: sjf, fair-share), which vLLM does not have, on small
-hand-made cases: the order of the waiting queue and the victim each one picks. The invariants
-every policy must keep (budget, blocks, every request finishes, determinism, windows equal to
-single steps) are in tests/test_scheduler_props.py, which draws these policies too."""
+"""The teaching policies (sim/policy.py: sjf, fair-share, prefix-aware), which vLLM does not
+have, on small hand-made cases: the order of the waiting queue and the victim each one picks.
+The invariants every policy must keep (budget, blocks, every request finishes, determinism,
+windows equal to single steps) are in tests/test_scheduler_props.py, which draws these
+policies too."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -80,3 +83,59 @@ def test_sjf_admits_the_short_job_before_the_long_one_in_a_run():
     assert run.first_scheduled_step[1] < run.first_scheduled_step[0]
     fcfs = run_steps(SchedulerConfig(**{**config.__dict__, "policy": "fcfs"}), wl)
     assert fcfs.first_scheduled_step[0] < fcfs.first_scheduled_step[1]
+
+
+def test_prefix_aware_puts_the_most_cached_first_and_keeps_fcfs_among_equals():
+    p = _policy("prefix-aware", jobs=[10] * 5)
+    assert p.dynamic and not _policy("fcfs", jobs=[10]).dynamic
+    queue = p.enqueue(np.zeros(0, dtype=np.int64), np.arange(5))
+    assert queue.tolist() == [0, 1, 2, 3, 4]  # arrivals at the tail, as FCFS
+    assert p.reorder(queue, np.array([0, 2, 0, 5, 2])).tolist() == [3, 1, 4, 0, 2]
+    assert p.requeue(np.array([1, 2]), np.array([4])).tolist() == [4, 1, 2]  # preempted first
+    running = np.array([2, 0, 1])
+    assert p.victim(running) == 2  # the last running, as FCFS
+
+
+def test_the_pools_hit_count_is_what_a_lookup_finds():
+    from sim.kv import PrefixCachePool
+
+    bs = 16
+    prefix_id = np.array([0, 0, 1, -1, 0, 1, -1])
+    prefix_tokens = np.array([64, 64, 48, 0, 64, 48, 0])
+    pool = PrefixCachePool(14, bs, prefix_id, prefix_tokens)  # 13 blocks, all used below
+    for r, blocks in ((0, 6), (2, 2), (3, 5)):  # run, hash their full blocks, finish
+        pool.allocate(r, blocks)
+        pool.cache(r, blocks)
+        pool.free(r)
+    pool.allocate(1, 3)  # evicts three cached blocks from the free queue's front
+    rs = np.array([1, 3, 4, 5, 0, 2, 6])
+    tokens = np.array([200, 90, 17, 300, 65, 40, 500])
+    want = [len(pool.lookup(int(r), int(t))[0]) for r, t in zip(rs, tokens, strict=True)]
+    assert pool.hit_blocks(rs, tokens).tolist() == want
+    assert len(set(want)) >= 4  # whole, cut by evictions, own blocks, none
+    assert any(want) and not all(want)
+
+
+def test_prefix_aware_serves_a_cached_system_prompt_first_in_a_run():
+    config = SchedulerConfig(
+        max_num_batched_tokens=2048,
+        max_num_seqs=1,
+        max_model_len=4096,
+        num_gpu_blocks=400,
+        enable_prefix_caching=True,
+        policy="prefix-aware",
+    )
+    # r0 and r2 share a 1,024-token system prompt; r1 has its own. One seat: r0 runs first.
+    wl = Workload.build(
+        [1100, 1100, 1100],
+        [4, 4, 4],
+        arrival_step=[1, 1, 1],
+        prefix_id=[0, 1, 0],
+        prefix_tokens=[1024, 1024, 1024],
+    )
+    run = run_steps(config, wl)
+    assert run.first_scheduled_step.tolist()[0] < run.first_scheduled_step[2]
+    assert run.first_scheduled_step[2] < run.first_scheduled_step[1]  # cached prefix first
+    assert run.num_prefix_hit_tokens[2] == 1024
+    fcfs = run_steps(dataclasses.replace(config, policy="fcfs"), wl)
+    assert fcfs.first_scheduled_step[1] < fcfs.first_scheduled_step[2]

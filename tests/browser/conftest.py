@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import server
 
@@ -19,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-output" / "screenshots"
 CHROMIUM = os.environ.get("STEPWISE_CHROMIUM", "/usr/bin/chromium")
 NO_BROWSER = None if Path(CHROMIUM).exists() else f"no browser at {CHROMIUM}"
+# Two test workers and two app servers share two cores: a page can take longer than
+# Playwright's default 5 s to show what a quiet machine shows at once.
+expect.set_options(timeout=15_000)
 
 
 def pytest_collection_modifyitems(config, items):
