@@ -1,0 +1,110 @@
+"""Overload: the capacity of a deployment, latency against offered load, and sizing a queue limit.
+
+- `capacity_req_per_s`: the requests per second the engine finishes when it never waits for
+  work: the same requests all queued at 0 s (a burst), finished requests over the makespan.
+  Offered load above it makes the queue grow without bound, whatever the policy.
+- `load_sweep`: one timed run per arrival rate of one workload recipe (the same requests,
+  lengths and seed, with Poisson arrivals at each rate); a row per rate with TTFT, queue time,
+  goodput, refusals and the peak and final waiting queue.
+- `queued_tokens_limit`: the rule of thumb for vLLM's `max_num_queued_tokens`: a prompt let in
+  behind L queued prompt tokens waits about L / prefill throughput, so L = TTFT target x prefill
+  throughput keeps that wait near the target. Which throughput matters: the rate at which the
+  engine drains queued prompts under this load (`sustained_prefill_tokens_per_s`: capacity x
+  mean prompt), not the speed of a step that is all prefill (`prefill_tokens_per_s`), which a
+  KV- or decode-bound engine never sustains (limits sized by it let TTFT run far past target).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sim.config import SchedulerConfig
+from sim.errors import SimInputError
+from sim.generators import WorkloadSpec
+from sim.groups import _pct, queue_time_s
+from sim.metrics import summarize
+from sim.run import Run
+from sim.timed import run_timed
+from sim.workload import Workload
+
+
+def capacity_req_per_s(config: SchedulerConfig, workload: Workload, dep: Any) -> float:
+    """Finished requests per second with every request of `workload` queued at 0 s."""
+    burst = dataclasses.replace(workload, arrival_s=np.zeros(workload.num_requests))
+    unlimited = dataclasses.replace(config, max_num_queued_reqs=None, max_num_queued_tokens=None)
+    run = run_timed(unlimited, burst, dep)
+    end = run.step_start_s[-1] + run.step_ms[-1] / 1e3
+    return float(workload.num_requests / end)
+
+
+def prefill_tokens_per_s(config: SchedulerConfig, dep: Any) -> float:
+    """Prompt tokens per second of steps that are all prefill: one new prompt filling the budget."""
+    from sim.cost import step_ms
+
+    q = config.max_num_batched_tokens
+    one = np.array([1])
+    ms = step_ms(dep, np.array([q]), one, np.array([0]), np.array([q * (q + 1) // 2]))
+    return q / float(ms[0]) * 1e3
+
+
+def sustained_prefill_tokens_per_s(config: SchedulerConfig, workload: Workload, dep: Any) -> float:
+    """Prompt tokens per second the engine drains at saturation: capacity x mean prompt."""
+    return capacity_req_per_s(config, workload, dep) * float(workload.prompt_tokens.mean())
+
+
+def queued_tokens_limit(ttft_target_ms: float, prefill_tokens_per_s: float) -> int:
+    """`max_num_queued_tokens` about TTFT target x prefill throughput (tokens)."""
+    if not (ttft_target_ms > 0 and prefill_tokens_per_s > 0):
+        raise SimInputError("the TTFT target and the prefill throughput must be positive")
+    return int(prefill_tokens_per_s * ttft_target_ms / 1e3)
+
+
+def waiting_over_time(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """(step start times in s, waiting requests after that step's schedule): the queue."""
+    return np.asarray(run.step_start_s, dtype=np.float64), np.asarray(run.num_waiting)
+
+
+def poisson_at(spec: WorkloadSpec, rate: float, *, max_model_len: int | None = None) -> Workload:
+    """The recipe's requests (same lengths, classes, tenants and seed) arriving at Poisson
+    `rate` per second: the same random gaps, scaled, so rates compare like for like."""
+    recipe = dataclasses.replace(spec, arrival="poisson", rate_per_s=float(rate), clients=None)
+    return recipe.build(max_model_len=max_model_len)
+
+
+def load_sweep(
+    config: SchedulerConfig,
+    dep: Any,
+    spec: WorkloadSpec,
+    rates: Sequence[float],
+    *,
+    ttft_slo_ms: float | None = None,
+    itl_slo_ms: float | None = None,
+) -> pd.DataFrame:
+    """One row per arrival rate: the recipe `spec` (its lengths and seed) at Poisson `rate`."""
+    if not rates:
+        raise SimInputError("a load sweep needs at least one rate")
+    rows = []
+    for rate in rates:
+        wl = poisson_at(spec, rate, max_model_len=config.max_model_len)
+        run = run_timed(config, wl, dep)
+        out = summarize(run, ttft_slo_ms=ttft_slo_ms, itl_slo_ms=itl_slo_ms)
+        wait = queue_time_s(run)
+        rows.append(
+            {
+                "rate_per_s": float(rate),
+                "ttft_ms_p50": out["ttft_ms"]["p50"],
+                "ttft_ms_p99": out["ttft_ms"]["p99"],
+                "queue_s_p50": _pct(wait, 50),
+                "queue_s_p99": _pct(wait, 99),
+                "goodput_req_per_s": out.get("goodput_req_per_s"),
+                "refused": out["rejected_requests"]["total"],
+                "peak_waiting": int(np.max(run.num_waiting)) if run.num_steps else 0,
+                "makespan_s": out["makespan_s"],
+            }
+        )
+    return pd.DataFrame(rows)
