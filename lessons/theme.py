@@ -31,6 +31,8 @@ ROLES = {
     "cached": 2,
     "budget": 5,
     "unused": 7,
+    "tenant_heavy": 3,
+    "tenant_light": 4,
 }
 
 

@@ -128,7 +128,13 @@ def prepare(workload: Workload, policy: str, timed: bool) -> Prepared:
         if workload.arrival_s is None:
             raise SimInputError("a timed run needs arrival_s (seconds) in the workload")
         arrival_key = np.asarray(workload.arrival_s, dtype=np.float64)
-        arrival_time = arrival_key
+        # The policies read arrival_time only to order requests. vLLM stamps each request with
+        # its own time.time() in the order it receives them, so requests that arrive "at the same
+        # time" (a burst, a trace's equal times) still have distinct, list-ordered times: their
+        # rank in (arrival_s, list order). Exact ties would make vLLM's PRIORITY victim rule pick
+        # among equals by running order, which can preempt two chunked prefills in turn forever.
+        arrival_time = np.empty(n, dtype=np.float64)
+        arrival_time[np.argsort(arrival_key, kind="stable")] = np.arange(n)
     else:
         if workload.arrival_step is None:
             raise SimInputError("a step replay needs arrival_step in the workload")

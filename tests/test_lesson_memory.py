@@ -117,7 +117,9 @@ def test_victims_follow_the_policys_rule(p):
             assert victims == alive[::-1][: len(victims)]  # the end of the running list
         else:
             for v in victims:
-                key = [(int(wl.priority[q]), float(wl.arrival_s[q])) for q in alive]
+                # vLLM's max over (priority, arrival_time); requests of one instant are
+                # stamped in list order, so the index breaks an equal arrival_s
+                key = [(int(wl.priority[q]), float(wl.arrival_s[q]), q) for q in alive]
                 assert alive[key.index(max(key))] == v
                 alive.remove(v)
 

@@ -139,3 +139,26 @@ def test_prefix_aware_serves_a_cached_system_prompt_first_in_a_run():
     assert run.num_prefix_hit_tokens[2] == 1024
     fcfs = run_steps(dataclasses.replace(config, policy="fcfs"), wl)
     assert fcfs.first_scheduled_step[1] < fcfs.first_scheduled_step[2]
+
+
+def test_requests_arriving_at_the_same_instant_are_ordered_as_listed():
+    """vLLM stamps each request with its own arrival time, in the order it receives them. Two
+    requests at the same instant under PRIORITY: the later-listed one is the victim, and the
+    run ends (with exact ties, vLLM's rule among equals, first in running order, had the two
+    chunked prefills preempt each other in turn forever: a case hypothesis found)."""
+    from sim.scheduler import Engine
+
+    config = SchedulerConfig(
+        max_num_batched_tokens=295,
+        max_num_seqs=6,
+        max_model_len=168,
+        num_gpu_blocks=43,
+        block_size=4,
+        policy="priority",
+        long_prefill_token_threshold=33,
+        scheduler_reserve_full_isl=False,
+    )
+    wl = Workload.build([78, 111], [80, 49], arrival_s=[0.28, 0.28])
+    run = Engine(config, wl, timer=lambda q, s, kv, a: 2.0 + 0.01 * q, max_steps=5000).run()
+    assert run.num_preemptions.tolist()[0] == 0 and run.num_preemptions[1] > 0
+    assert np.all(run.finish_step > 0)

@@ -15,10 +15,13 @@ from ui.quiz import render_question
 from ui.state import progress
 
 
-def predict_box(page: LessonPage, facts: dict[str, Any], step_key: str, step: int) -> None:
+def predict_box(
+    page: LessonPage, facts: dict[str, Any], step_key: str | None = None, step: int = 0
+) -> None:
     """The lesson's computed questions side by side; text.md sections `predict` (before),
     `predict-revealed` (filled from `facts`, once all are answered) and `predict-other` (when
-    the controls are not the opening ones)."""
+    the controls are not the opening ones). With a `step_key`, a reveal jumps its stepper to
+    `step`."""
     lesson = page.lesson
     asked = [q for q in lesson.bank().questions if q.computed]
     now = page.params_cls(**{name: page.value(name) for name in page.declared})
@@ -29,7 +32,7 @@ def predict_box(page: LessonPage, facts: dict[str, Any], step_key: str, step: in
         return all(question_key(lesson.id, q.id) in first for q in asked)
 
     def reveal() -> None:
-        if opening and answered():
+        if step_key is not None and opening and answered():
             st.session_state[step_key] = step
 
     page.say(None, "predict")

@@ -1,0 +1,1 @@
+"""Lesson "Who goes first": scheduling policies side by side (lesson.py)."""

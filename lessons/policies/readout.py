@@ -1,0 +1,106 @@
+"""What the lesson "Who goes first" shows, by name: five policies' runs of one workload, side by
+side, and the chosen policy's waiting queue over the run. All computed in lesson.py from sim."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lessons.kit.selection import Selection
+
+
+@dataclass(frozen=True, eq=False)
+class Queue:
+    """The chosen policy's waiting queue at sampled steps: its first `shown` requests."""
+
+    steps: np.ndarray  # 1-based step numbers of the frames
+    time_s: np.ndarray  # their start times
+    running: np.ndarray  # running requests after each frame's schedule
+    waiting: np.ndarray  # waiting requests after it
+    heads: tuple[np.ndarray, ...]  # per frame: request indices at the queue's head, in order
+    names: tuple[str, ...]  # per request
+    batch: np.ndarray  # per request: True for the batch class
+    tenant: np.ndarray  # per request
+    job_tokens: np.ndarray  # per request: prompt tokens + max_tokens
+    arrival_s: np.ndarray  # per request
+
+
+@dataclass(frozen=True, eq=False)
+class Readout(Selection):
+    # the run's setting
+    weights_fit: bool
+    num_gpu_blocks: int
+    budget: int
+    max_num_seqs: int
+    prefix_caching: bool
+    # the workload
+    requests: int
+    interactive: int
+    batch: int
+    tenants: int
+    heavy: int  # requests of the heavy tenant (tenant A)
+    heavy_pct: int
+    prefixes: int
+    prefix_tokens: int
+    load_pct: int
+    overloaded: bool
+    capacity_req_per_s: float
+    rate_per_s: float
+    # the chosen policy
+    policy: str  # as shown
+    policy_key: str  # sim's name
+    teaching: bool  # not one of vLLM's policies
+    # per policy, in POLICIES order
+    names: tuple[str, ...]
+    int_ttft_p99_s: np.ndarray
+    batch_ttft_p99_s: np.ndarray
+    int_ttft_p50_s: np.ndarray
+    max_wait_s: np.ndarray
+    max_wait_job: np.ndarray  # job tokens of the request that waited longest
+    max_wait_request: tuple[str, ...]
+    max_wait_batch: np.ndarray  # bool: that request is a batch one
+    int_preempted: np.ndarray  # preemptions of interactive requests
+    batch_preempted: np.ndarray
+    hit_pct: np.ndarray  # prefix-cache hits over prompt tokens
+    heavy_ttft_p50_s: np.ndarray
+    light_ttft_p50_s: np.ndarray  # the other tenants' requests together
+    peak_waiting: np.ndarray
+    drain_s: np.ndarray  # last finish minus last arrival
+    peak_lo: int
+    peak_hi: int
+    drain_lo: float
+    drain_hi: float
+    # the text's comparisons (one field per number quoted)
+    fcfs_int_p99_s: float
+    prio_int_p99_s: float
+    prio_batch_p99_s: float
+    prio_helps: bool
+    prio_int_preempted: int
+    prio_batch_preempted: int
+    fcfs_int_preempted: int
+    fcfs_batch_preempted: int
+    any_preempted: bool
+    sjf_max_wait_s: float
+    fcfs_max_wait_s: float
+    sjf_max_wait_job: int
+    sjf_max_wait_request: str
+    median_job: int
+    sjf_starves: bool
+    fair_heavy_p50_s: float
+    fair_light_p50_s: float
+    fcfs_heavy_p50_s: float
+    fcfs_light_p50_s: float
+    fair_holds: bool
+    prefix_hit_pct: float
+    fcfs_hit_pct: float
+    prefix_gain: bool
+    prefix_int_p50_s: float
+    fcfs_int_p50_s: float
+    # the chosen policy's figures
+    sel_int_p99_s: float
+    sel_batch_p99_s: float
+    sel_max_wait_s: float
+    sel_max_wait_request: str
+    sel_hit_pct: float
+    queue: Queue

@@ -1,0 +1,46 @@
+"""Lesson page "Who goes first": controls -> build -> Readout -> the prediction, then five
+policies' runs of one workload side by side and the chosen policy's queue (lessons/policies)."""
+
+import streamlit as st
+
+from lessons.policies import figures, lesson, predict
+from ui.lesson_page import LessonPage
+from ui.predict import predict_box
+
+page = LessonPage("policies", lesson.Params, lesson.PREFIX)
+# Shared, read-only: the Readout holds the runs' arrays (lesson.runs_for caches the runs).
+readout = st.cache_resource(lesson.build, show_spinner=False, max_entries=32)
+
+page.say(None, "title", "intro", "controls-note")
+
+
+@st.fragment
+def lab() -> None:
+    p = page.controls(
+        [
+            ["gpu", "model", "dtype", "tp"],
+            ["policy", "load_pct", "interactive_pct", "heavy_pct", "prefix_caching"],
+        ]
+    )
+    with st.spinner(page.text("running")):
+        r = readout(p)
+    page.warn(r, "no-fit", icon=":material/memory:")
+    page.warn(r, "teaching", icon=":material/school:")
+    page.say(r, "workload")
+    page.metrics(r)
+    page.say(r, "classes", "prio-helps", "preempted")
+    page.chart(figures.classes(r), r, "classes")
+    page.say(r, "waits", "sjf-starves")
+    page.chart(figures.waits(r), r, "waits")
+    page.say(r, "tenants", "fair-holds")
+    page.chart(figures.tenants(r), r, "tenants")
+    page.say(r, "hits", "prefix-gain")
+    page.chart(figures.hits(r), r, "hits")
+    page.say(r, "queue")
+    page.chart(figures.queue(r), r, "queue")
+    page.say(r, "overload", "takeaway")
+
+
+predict_box(page, predict.answers())
+lab()
+page.footer()

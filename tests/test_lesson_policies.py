@@ -1,0 +1,190 @@
+"""Lesson "Who goes first": what its charts and text claim, against the runs they come from.
+
+Why: the lesson compares five policies on one workload. Every figure must be the runs' own
+(checked here with sim.groups, an independent reading of each run); the queue it animates must
+be the scheduler's waiting queue in the policy's order; the effects the text states (priority
+protecting a class, SJF starving a long job, fair share holding the heavy tenant, prefix-aware
+raising the hit rate) must hold in the runs; and every control must move the page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.controls import declared
+from lessons.policies import exercise, figures, predict
+from lessons.policies import lesson as pol
+from lessons.policies.lesson import POLICIES, Params, build, runs_for
+from sim.groups import by_group, queue_time_s
+from sim.scheduler import run_steps
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
+
+PAGE = "pages/lesson_policies.py"
+TEXT = lesson("policies").text_path
+
+
+@pytest.fixture(scope="module")
+def default():
+    p = Params()
+    made = runs_for(p.gpu, p.model, p.tp, p.dtype, p.load_pct, p.interactive_pct, p.heavy_pct, True)
+    return build(p), made
+
+
+def test_every_figure_is_the_runs_own(default):
+    r, made = default
+    for i, key in enumerate(POLICIES):
+        run = made.runs[key]
+        assert run.config.policy == key
+        classes = by_group(run, "priority")
+        assert r.int_ttft_p99_s[i] == pytest.approx(classes.ttft_ms_p99[0] / 1e3)
+        assert r.batch_ttft_p99_s[i] == pytest.approx(classes.ttft_ms_p99[1] / 1e3)
+        wait = queue_time_s(run)
+        assert r.max_wait_s[i] == pytest.approx(np.nanmax(wait))
+        worst = run.workload.request_ids.index(r.max_wait_request[i])
+        assert wait[worst] == pytest.approx(np.nanmax(wait))
+        hits = run.num_prefix_hit_tokens.sum() / run.workload.prompt_tokens.sum() * 100
+        assert r.hit_pct[i] == pytest.approx(hits)
+    # the same requests every time
+    first = made.runs["fcfs"].workload
+    for run in made.runs.values():
+        assert np.array_equal(run.workload.prompt_tokens, first.prompt_tokens)
+        np.testing.assert_array_equal(run.arrival_s, first.arrival_s)
+    # the charts draw those arrays
+    bars = figures.classes(r)["data"]
+    assert bars[0]["y"] == list(r.int_ttft_p99_s) and bars[1]["y"] == list(r.batch_ttft_p99_s)
+    assert figures.waits(r)["data"][0]["y"] == list(r.max_wait_s)
+    assert figures.hits(r)["data"][0]["y"] == list(r.hit_pct)
+
+
+def test_the_load_is_a_share_of_the_computed_capacity(default):
+    r, made = default
+    assert r.rate_per_s == pytest.approx(r.capacity_req_per_s * r.load_pct / 100)
+    arrivals = made.runs["fcfs"].arrival_s
+    span = arrivals.max() - arrivals.min()
+    assert (r.requests - 1) / span == pytest.approx(r.rate_per_s, rel=0.25)  # Poisson, 150 draws
+
+
+def test_the_effects_the_text_states_hold_in_the_opening_runs(default):
+    r, made = default
+    assert r.prio_helps and r.prio_int_p99_s < r.fcfs_int_p99_s
+    assert r.prio_int_preempted < r.prio_batch_preempted  # batch is preempted first
+    assert r.sjf_starves
+    sjf = made.runs["sjf"]
+    job = sjf.workload.prompt_tokens + sjf.workload.output_tokens
+    starved = sjf.workload.request_ids.index(r.sjf_max_wait_request)
+    assert job[starved] > np.median(job)
+    tenants = by_group(made.runs["fair-share"], "tenant")
+    assert r.fair_holds and tenants.ttft_ms_p50[0] > tenants.ttft_ms_p50[1:].max()
+    assert r.fair_heavy_p50_s > 1.5 * r.fair_light_p50_s
+    assert r.prefix_gain and r.prefix_hit_pct > r.fcfs_hit_pct
+
+
+@pytest.mark.parametrize("key", ["priority", "sjf", "fair-share", "fcfs"])
+def test_the_animated_queue_is_the_schedulers_in_the_policys_order(key):
+    r = build(dataclasses.replace(Params(), policy=key))
+    p = Params()
+    run = runs_for(p.gpu, p.model, p.tp, p.dtype, p.load_pct, p.interactive_pct, p.heavy_pct, True)
+    run = run.runs[key]
+    q = r.queue
+    wl = run.workload
+    for k, step in enumerate(q.steps.tolist()):
+        want = run.detail[step - 1].waiting[: pol.QUEUE_SHOWN]
+        np.testing.assert_array_equal(q.heads[k], want)
+        if key == "priority":
+            keys = list(zip(wl.priority[want], run.arrival_s[want], strict=True))
+            assert keys == sorted(keys)
+        elif key == "sjf":
+            job = wl.prompt_tokens[want] + wl.output_tokens[want]
+            assert np.all(np.diff(job) >= 0)
+    figure = figures.queue(r)
+    assert figure["layout"]["sliders"][0]["active"] == int(np.argmax(q.waiting))
+    frame = figure["frames"][5]["data"][0]
+    assert frame["customdata"][0][0] == q.names[q.heads[5][0]] if q.heads[5].size else True
+    assert len(figure["frames"]) == len(q.steps) <= pol.QUEUE_FRAMES
+
+
+def test_the_prediction_is_the_opening_runs_answer(default):
+    r, _ = default
+    facts = predict.answers()
+    assert facts["best"] == r.names[int(np.argmin(r.int_ttft_p99_s))]
+    q = lesson("policies").bank().question("predict_lowest_p99")
+    assert q.correct_choice.startswith(facts["best"])
+    assert len(set(q.choices)) == len(q.choices) == 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 11])
+def test_the_exercise_is_one_seat_arithmetic(seed):
+    drawn = exercise.sjf_first_token(seed)
+    prompts = drawn.params["prompts"]
+    outputs = drawn.params["outputs"]
+    target = exercise.NAMES.index(drawn.params["target"])
+    jobs = [p + o for p, o in zip(prompts, outputs, strict=True)]
+    ahead = [i for i in range(len(jobs)) if jobs[i] < jobs[target]]
+    assert drawn.answer == 1 + sum(outputs[i] for i in ahead)
+    assert str(int(drawn.answer)) in drawn.solution
+
+
+def test_quiz_grades_and_awards_xp_once():
+    assert_quiz_awards_xp_once(PAGE, "policies", "priority_value")
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+CHANGES = {
+    "gpu": "A10G",
+    "policy": "sjf",
+    "load_pct": 90,
+    "interactive_pct": 50,
+    "heavy_pct": 80,
+    "prefix_caching": False,
+}
+
+
+@pytest.mark.parametrize("name", [d.name for d in declared(Params) if d.name in CHANGES])
+def test_every_control_moves_the_page(name):
+    d = next(d for d in declared(Params) if d.name == name)
+    at = run_page(PAGE, query={d.url_key(pol.PREFIX): d.spec.to_url(CHANGES[name])}, timeout=120)
+    r = build(dataclasses.replace(Params(), **{name: CHANGES[name]}))
+    want = dict(story.metrics(TEXT, "metrics", r))
+    shown = _metrics(at)
+    assert {k: shown[k] for k in want} == want, name
+    drawn = charts(at)
+    assert drawn[0]["data"][0]["y"] == list(r.int_ttft_p99_s)
+    assert drawn[-1]["frames"][0]["layout"]["title"]["text"].startswith(r.policy)
+
+
+def test_a_teaching_policy_is_named_as_such_on_the_page():
+    at = run_page(PAGE, query={"pol-policy": "SJF"}, timeout=120)
+    assert any("teaching policy" in w.value for w in at.warning)
+    at = run_page(PAGE, timeout=120)
+    assert not any("teaching policy" in w.value for w in at.warning)
+
+
+def test_a_bad_link_value_is_reported_and_the_default_used():
+    at = run_page(PAGE, query={"pol-policy": "LIFO", "pol-load": "999"}, timeout=120)
+    assert not at.exception
+    assert _metrics(at) == {**_metrics(at), **dict(story.metrics(TEXT, "metrics", build(Params())))}
+
+
+def test_sjf_on_a_small_case_runs_the_shortest_job_first():
+    """The rule the lesson's SJF run follows, on three requests and one seat."""
+    from sim.config import SchedulerConfig
+    from sim.workload import Workload
+
+    config = SchedulerConfig(
+        max_num_batched_tokens=4096,
+        max_num_seqs=1,
+        max_model_len=8192,
+        num_gpu_blocks=900,
+        policy="sjf",
+    )
+    wl = Workload.build([900, 200, 1500], [30, 12, 8], arrival_step=[1, 1, 1])
+    run = run_steps(config, wl)
+    assert run.first_token_step.tolist() == [1 + 12, 1, 1 + 12 + 30]  # B (212), A (930), C
