@@ -325,6 +325,25 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
             kept.append(part[:taken])
         return np.concatenate(kept) if kept else _EMPTY
 
+    def _surely_admitted(self, ptr: int, count: int) -> int:
+        """How many of the `count` arrivals from position `ptr` of the arrival order vLLM's
+        limits let in whatever happens before they come: finishes and first tokens only lower
+        the counts, so the counts of the outputs recorded so far bound those any arrival after
+        now sees. An arrival not after now (it came during the last step) gets none."""
+        if self.arrival_sorted[ptr] <= self.now_s:
+            return 0
+        ids = self.arrival_order[ptr : ptr + count]
+        done = int(np.count_nonzero(self.finish > 0))
+        queued = self.admitted_prompt - int(self.prompt[self.first_token > 0].sum())
+        taken, _ = admit_in_order(
+            self.prompt[ids],
+            self.num_admitted - done,
+            queued,
+            self.cfg.max_num_queued_reqs,
+            self.cfg.max_num_queued_tokens,
+        )
+        return taken
+
     # ----------------------------------------------------------------------------- one step
     def _schedule(self):
         """One `schedule()` call. Returns (scheduled requests, tokens, preempted, admitted)."""

@@ -132,11 +132,11 @@ class WindowMixin:
         ptr = self.arrival_ptr
         K = min(self.n - ptr, 4 * T + 16)
         if self.cfg.admission_control and K:
-            # each arrival is checked against the state it sees (scheduler._admission): plan
-            # up to the next one only, about twice the steps the last mean step time gives
-            K = 0
+            # the window takes the arrivals the limits admit whatever happens first; the next
+            # one is checked against the state it sees (scheduler._admission) after the window
+            K = self._surely_admitted(ptr, K)
             avg_ms = getattr(self, "avg_step_ms", 0.0)
-            if avg_ms > 0:
+            if K == 0 and avg_ms > 0:  # plan up to it: about twice the steps the mean gives
                 ahead = (float(self.arrival_sorted[ptr]) - self.now_s) * 1e3 / avg_ms
                 T = max(1, min(T, 2 * int(ahead) + 8))
         arr_ids = self.arrival_order[ptr : ptr + K]
@@ -596,6 +596,9 @@ class WindowMixin:
             new = arr_ids[:n_arrived]
             self.status[new[self.status[new] == 0]] = 1
             self.arrival_ptr += n_arrived
+            if self.cfg.admission_control:  # taken by _surely_admitted: count them in
+                self.num_admitted += n_arrived
+                self.admitted_prompt += int(self.prompt[new].sum())
         self.running = ids[~done]
         if lag:
             self.pending = ids[(s <= m - 1) & (fin >= m - 1)]

@@ -1,0 +1,110 @@
+"""Overload runs (issue 11): one timed run of 5,000 requests above capacity, in process.
+
+Target: under 0.5 s. The workload is Poisson at 1.5x the deployment's capacity (sim.overload,
+computed on the same requests), lognormal prompts and outputs, vLLM's default limits for the GPU,
+prefix caching off; then the same run with each of vLLM's admission limits, and the policies
+lesson's five-policy comparison (lessons/policies: 150 requests each, prefix caching on).
+Medians of 5 (3 for the lesson), caches cleared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+from sim.generators import WorkloadSpec
+from sim.overload import capacity_req_per_s, poisson_at
+from sim.timed import config_for, deployment, run_timed
+
+REPEATS = 5
+N = 5_000
+SPEC = WorkloadSpec(
+    "poisson", N, 1.0, prompt="lognormal:800:0.8", output="lognormal:200:0.8", seed=3
+)
+
+
+def _median_s(fn, repeats: int = REPEATS) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def _overload_rows() -> list[str]:
+    rows = []
+    for gpu in ("H100-SXM", "L4"):
+        dep = deployment(gpu, "Llama-3.1-8B")
+        base = config_for(dep)
+        sample = dataclasses.replace(SPEC, n=500)
+        cap = capacity_req_per_s(base, poisson_at(sample, 1.0), dep)
+        wl = poisson_at(SPEC, 1.5 * cap)
+        for name, limits in (
+            ("no limits", {}),
+            (
+                "max_num_queued_reqs = 2 x max_num_seqs",
+                {"max_num_queued_reqs": 2 * base.max_num_seqs},
+            ),
+            ("max_num_queued_tokens = 64k", {"max_num_queued_tokens": 64_000}),
+        ):
+            config = dataclasses.replace(base, **limits)
+            seconds, run = _median_s(lambda c=config, w=wl, d=dep: run_timed(c, w, d))
+            refused = run.rejected_requests["total"]
+            met = "met" if seconds < 0.5 else "not met"
+            rows.append(
+                f"| {gpu} | {cap:.2f} | {name} | {run.num_steps:,} | {refused:,} | "
+                f"{seconds:.2f} | {met} |"
+            )
+    return rows
+
+
+def _lesson_rows() -> list[str]:
+    from lessons.policies import lesson
+
+    rows = []
+    for label, p in (
+        ("opening (L4, 120% load)", lesson.Params()),
+        ("H100-SXM, 150% load", lesson.Params(gpu="H100-SXM", load_pct=150)),
+    ):
+
+        def fresh(p=p):
+            lesson.runs_for.cache_clear()
+            lesson._capacity.cache_clear()
+            return lesson.build(p)
+
+        seconds, r = _median_s(fresh, 3)
+        steps = sum(
+            run.num_steps
+            for run in lesson.runs_for(
+                p.gpu, p.model, p.tp, p.dtype, p.load_pct, p.interactive_pct, p.heavy_pct, True
+            ).runs.values()
+        )
+        rows.append(f"| {label} | {r.requests} | {steps:,} | {seconds:.2f} |")
+    return rows
+
+
+def run() -> str:
+    lines = [
+        "## Overload: 5,000 requests above capacity (sim/overload.py)",
+        "",
+        "One timed run, in process, of 5,000 requests arriving (Poisson) at 1.5x the capacity "
+        "(computed from 500 of the same requests queued at once), lognormal prompts (median 800) "
+        "and outputs (median 200), vLLM's default limits, prefix caching off. Median of 5. "
+        "Target: under 0.5 s.",
+        "",
+        "| GPU | capacity (req/s) | admission | steps | refused | median (s) | target |",
+        "|---|---:|---|---:|---:|---:|---|",
+        *_overload_rows(),
+        "",
+        "### The policies lesson's five runs (lessons/policies)",
+        "",
+        "`lesson.build` with its caches cleared: the capacity run and five policies' runs of 150 "
+        "requests with prefix caching on (the block pool's Python path). Median of 3.",
+        "",
+        "| setting | requests | steps (five runs) | build (s) |",
+        "|---|---:|---:|---:|",
+        *_lesson_rows(),
+    ]
+    return "\n".join(lines)
