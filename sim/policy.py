@@ -181,11 +181,12 @@ class FairShare(_Ranked):
 
 
 class PrefixAware(FCFS):
-    """Teaching policy (not vLLM's; SGLang's default, "longest prefix match"): at every step the
-    waiting queue is sorted by how many of each request's blocks the prefix cache holds now,
-    most first, FCFS among equals (a preempted request first among them); the victim is the last
-    running request, as FCFS. Without prefix caching nothing is cached and it is FCFS. (SGLang
-    falls back to FCFS above 128 waiting requests; this teaching version always sorts.)"""
+    """Teaching policy (not vLLM's; SGLang's `lpm`, "longest prefix match", long its default):
+    at every step the waiting queue is sorted by how many of each request's blocks the prefix
+    cache holds now, most first, FCFS among equals (a preempted request first among them); the
+    victim is the last running request, as FCFS. Without prefix caching nothing is cached and it
+    is FCFS. (SGLang falls back to FCFS above 128 waiting requests; this teaching version always
+    sorts.)"""
 
     name = "prefix-aware"
     dynamic = True
