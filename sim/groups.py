@@ -28,7 +28,7 @@ def queue_time_s(run: Run) -> np.ndarray:
     return began - np.asarray(run.arrival_s, dtype=np.float64)
 
 
-def _pct(values: np.ndarray, q: float) -> float:
+def finite_percentile(values: np.ndarray, q: float) -> float:
     """The q-th percentile of the finite values (NaN: refused or never run); NaN if none."""
     finite = values[np.isfinite(values)]
     return float(np.percentile(finite, q)) if finite.size else float("nan")
@@ -54,12 +54,12 @@ def by_group(run: Run, key: str = "priority") -> pd.DataFrame:
                 "requests": int(sel.sum()),
                 "finished": int(m.finished[sel].sum()),
                 "refused": int(refused[sel].sum()),
-                "ttft_ms_p50": _pct(m.ttft_ms[sel], 50),
-                "ttft_ms_p99": _pct(m.ttft_ms[sel], 99),
-                "e2e_s_p50": _pct(m.e2e_s[sel], 50),
-                "e2e_s_p99": _pct(m.e2e_s[sel], 99),
-                "queue_s_p50": _pct(w, 50),
-                "queue_s_p99": _pct(w, 99),
+                "ttft_ms_p50": finite_percentile(m.ttft_ms[sel], 50),
+                "ttft_ms_p99": finite_percentile(m.ttft_ms[sel], 99),
+                "e2e_s_p50": finite_percentile(m.e2e_s[sel], 50),
+                "e2e_s_p99": finite_percentile(m.e2e_s[sel], 99),
+                "queue_s_p50": finite_percentile(w, 50),
+                "queue_s_p99": finite_percentile(w, 99),
                 "queue_s_max": float(wait[worst]) if worst >= 0 else float("nan"),
                 "longest_wait_request": wl.request_ids[worst] if worst >= 0 else "",
             }

@@ -26,7 +26,7 @@ import pandas as pd
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
 from sim.generators import WorkloadSpec
-from sim.groups import _pct, queue_time_s
+from sim.groups import finite_percentile, queue_time_s
 from sim.metrics import summarize
 from sim.run import Run
 from sim.timed import run_timed
@@ -99,8 +99,8 @@ def load_sweep(
                 "rate_per_s": float(rate),
                 "ttft_ms_p50": out["ttft_ms"]["p50"],
                 "ttft_ms_p99": out["ttft_ms"]["p99"],
-                "queue_s_p50": _pct(wait, 50),
-                "queue_s_p99": _pct(wait, 99),
+                "queue_s_p50": finite_percentile(wait, 50),
+                "queue_s_p99": finite_percentile(wait, 99),
                 "goodput_req_per_s": out.get("goodput_req_per_s"),
                 "refused": out["rejected_requests"]["total"],
                 "peak_waiting": int(np.max(run.num_waiting)) if run.num_steps else 0,

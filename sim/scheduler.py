@@ -297,7 +297,6 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         in. An arrival sees the outputs processed before it: in a timed run one that came
         during the last step does not see that step's, one at this very moment (or in a step
         replay, at the step's start) does."""
-        cfg = self.cfg
         if self.timed:
             during = int(np.searchsorted(self.arrival_sorted[self.arrival_ptr :], upto, "left"))
             parts = ((new[:during], self.step - 1), (new[during:], self.step))
@@ -307,17 +306,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         for part, seen in parts:
             if not part.shape[0]:
                 continue
-            done = (self.finish > 0) & (self.finish <= seen)
-            first = (self.first_token > 0) & (self.first_token <= seen)
-            unfinished = self.num_admitted - int(np.count_nonzero(done))
-            queued = self.admitted_prompt - int(self.prompt[first].sum())
-            taken, reason = admit_in_order(
-                self.prompt[part],
-                unfinished,
-                queued,
-                cfg.max_num_queued_reqs,
-                cfg.max_num_queued_tokens,
-            )
+            taken, reason = self._check_admission(part, seen)
             self.rejected[part[taken:]] = reason
             self.num_rejected += part.shape[0] - taken
             self.num_admitted += taken
@@ -325,24 +314,27 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
             kept.append(part[:taken])
         return np.concatenate(kept) if kept else _EMPTY
 
-    def _surely_admitted(self, ptr: int, count: int) -> int:
-        """How many of the `count` arrivals from position `ptr` of the arrival order vLLM's
-        limits let in whatever happens before they come: finishes and first tokens only lower
-        the counts, so the counts of the outputs recorded so far bound those any arrival after
-        now sees. An arrival not after now (it came during the last step) gets none."""
-        if self.arrival_sorted[ptr] <= self.now_s:
-            return 0
-        ids = self.arrival_order[ptr : ptr + count]
-        done = int(np.count_nonzero(self.finish > 0))
-        queued = self.admitted_prompt - int(self.prompt[self.first_token > 0].sum())
-        taken, _ = admit_in_order(
+    def _check_admission(self, ids: np.ndarray, seen: int) -> tuple[int, int]:
+        """`admit_in_order` for the arrivals `ids` against the outputs of steps 1..seen: the
+        requests let in and not finished by then, the prompts without a first token."""
+        done = int(np.count_nonzero((self.finish > 0) & (self.finish <= seen)))
+        first = (self.first_token > 0) & (self.first_token <= seen)
+        return admit_in_order(
             self.prompt[ids],
             self.num_admitted - done,
-            queued,
+            self.admitted_prompt - int(self.prompt[first].sum()),
             self.cfg.max_num_queued_reqs,
             self.cfg.max_num_queued_tokens,
         )
-        return taken
+
+    def _surely_admitted(self, ptr: int, count: int) -> int:
+        """How many of the `count` arrivals from position `ptr` of the arrival order vLLM's
+        limits let in whatever happens before they come: finishes and first tokens only lower
+        the counts, so the counts of every output recorded so far bound those any arrival
+        after now sees. An arrival not after now (it came during the last step) gets none."""
+        if self.arrival_sorted[ptr] <= self.now_s:
+            return 0
+        return self._check_admission(self.arrival_order[ptr : ptr + count], self.step)[0]
 
     # ----------------------------------------------------------------------------- one step
     def _schedule(self):

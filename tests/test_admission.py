@@ -239,35 +239,14 @@ def test_bad_token_counts_are_refused(text):
 
 def test_simulate_takes_the_limits_and_reports_refusals():
     spec = "poisson:n=200,rate=20,prompt=uniform:200:3000,output=uniform:20:200,seed=4"
-    proc = _sim(
-        "simulate",
-        "--gpu",
-        "L4",
-        "--model",
-        "Llama-3.1-8B",
-        "--workload",
-        spec,
-        "--max-num-queued-reqs",
-        "24",
-        "--max-num-queued-tokens",
-        "20k",
-    )
+    base = ("simulate", "--gpu", "L4", "--model", "Llama-3.1-8B", "--workload", spec)
+    proc = _sim(*base, "--max-num-queued-reqs", "24", "--max-num-queued-tokens", "20k")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     rej = out["rejected_requests"]
     assert rej["total"] == rej["max_num_queued_reqs"] + rej["max_num_queued_tokens"] > 0
     assert out["num_finished"] + rej["total"] == 200
-    proc = _sim(
-        "simulate",
-        "--gpu",
-        "L4",
-        "--model",
-        "Llama-3.1-8B",
-        "--workload",
-        spec,
-        "--max-num-queued-tokens",
-        "lots",
-    )
+    proc = _sim(*base, "--max-num-queued-tokens", "lots")
     assert proc.returncode == 2 and "not a count" in proc.stderr
     assert "Traceback" not in proc.stderr
 

@@ -8,7 +8,6 @@ its choices: the true answer from the run and distractors that real misconceptio
 
 from __future__ import annotations
 
-import dataclasses
 from functools import cache
 
 import numpy as np
@@ -74,16 +73,7 @@ def answers() -> dict:
 @cache
 def _filled(bank: Bank) -> Bank:
     facts = answers()
-    out = []
-    for q in bank.questions:
-        if q.computed == "first_victim":
-            q = q.resolved(facts["who"], 0, facts)
-        elif q.computed == "first_step":
-            q = q.resolved(facts["steps"], 0, facts)
-        elif q.computed:
-            raise KeyError(f"no computed question {q.computed!r}")
-        out.append(q)
-    return dataclasses.replace(bank, questions=tuple(out))
+    return bank.filled({"first_victim": facts["who"], "first_step": facts["steps"]}, facts)
 
 
 def filled(bank: Bank) -> Bank:

@@ -7,7 +7,6 @@ three other policies, each with a few words on what it does (from text.md's `cho
 
 from __future__ import annotations
 
-import dataclasses
 from functools import cache
 
 import numpy as np
@@ -41,14 +40,7 @@ def answers() -> dict:
 @cache
 def _filled(bank: Bank) -> Bank:
     facts = answers()
-    out = []
-    for q in bank.questions:
-        if q.computed == "lowest_int_p99":
-            q = q.resolved(facts["choices"], 0, facts)
-        elif q.computed:
-            raise KeyError(f"no computed question {q.computed!r}")
-        out.append(q)
-    return dataclasses.replace(bank, questions=tuple(out))
+    return bank.filled({"lowest_int_p99": facts["choices"]}, facts)
 
 
 def filled(bank: Bank) -> Bank:

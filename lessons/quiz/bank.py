@@ -15,6 +15,7 @@ question.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import tomllib
 from dataclasses import dataclass
@@ -78,6 +79,18 @@ class Bank:
             if q.id == question_id:
                 return q
         raise KeyError(f"no question {question_id!r} in lesson {self.lesson!r}")
+
+    def filled(self, choices: dict[str, tuple[str, ...]], values: dict) -> Bank:
+        """This bank with each computed question resolved: `choices[q.computed]` (the right
+        answer first) and its templates filled from `values`; an unknown name is a KeyError."""
+        out = []
+        for q in self.questions:
+            if q.computed:
+                if q.computed not in choices:
+                    raise KeyError(f"no computed question {q.computed!r}")
+                q = q.resolved(choices[q.computed], 0, values)
+            out.append(q)
+        return dataclasses.replace(self, questions=tuple(out))
 
 
 class BankError(ValueError):
