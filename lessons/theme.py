@@ -33,6 +33,12 @@ ROLES = {
     "unused": 7,
     "tenant_heavy": 3,
     "tenant_light": 4,
+    "fcfs": 0,
+    "sjf": 3,
+    "no_limit": 0,
+    "limit_rule": 2,
+    "limit_peak": 1,
+    "waiting": 5,
 }
 
 

@@ -2,10 +2,16 @@
 
 - `capacity_req_per_s`: the requests per second the engine finishes when it never waits for
   work: the same requests all queued at 0 s (a burst), finished requests over the makespan.
-  Offered load above it makes the queue grow without bound, whatever the policy.
+  Offered load above it makes the queue grow without bound, whatever the policy. With `trim`
+  the first and last `trim` of the finishes are left out (the fill and the drain, when fewer
+  requests run than the batch holds), which measures the steady rate of a full engine.
+- `signals`: what an autoscaler could watch over one run, in time bins: the share of time the
+  GPU runs a step (what nvidia-smi calls utilisation), the share its arithmetic units are busy
+  (the roofline's compute time over wall time), KV cache usage, and the waiting queue.
 - `load_sweep`: one timed run per arrival rate of one workload recipe (the same requests,
   lengths and seed, with Poisson arrivals at each rate); a row per rate with TTFT, queue time,
   goodput, refusals and the peak and final waiting queue.
+  `sweep_row` is one such row from a run made elsewhere (a lesson that keeps its runs).
 - `queued_tokens_limit`: the rule of thumb for vLLM's `max_num_queued_tokens`: a prompt let in
   behind L queued prompt tokens waits about L / prefill throughput, so L = TTFT target x prefill
   throughput keeps that wait near the target. Which throughput matters: the rate at which the
@@ -33,13 +39,25 @@ from sim.timed import run_timed
 from sim.workload import Workload
 
 
-def capacity_req_per_s(config: SchedulerConfig, workload: Workload, dep: Any) -> float:
-    """Finished requests per second with every request of `workload` queued at 0 s."""
+def capacity_req_per_s(
+    config: SchedulerConfig, workload: Workload, dep: Any, *, trim: float = 0.0
+) -> float:
+    """Finished requests per second with every request of `workload` queued at 0 s: all of
+    them over the makespan, or with `trim` those between the trim and 1 - trim quantiles of
+    the finish times over the time between those two finishes."""
+    if not 0.0 <= trim < 0.5:
+        raise SimInputError(f"trim must be in [0, 0.5), got {trim}")
     burst = dataclasses.replace(workload, arrival_s=np.zeros(workload.num_requests))
     unlimited = dataclasses.replace(config, max_num_queued_reqs=None, max_num_queued_tokens=None)
     run = run_timed(unlimited, burst, dep)
     end = run.step_start_s[-1] + run.step_ms[-1] / 1e3
-    return float(workload.num_requests / end)
+    n = workload.num_requests
+    lo, hi = int(trim * (n - 1)), int(round((1 - trim) * (n - 1)))
+    if trim == 0.0 or hi <= lo:
+        return float(n / end)
+    finish = np.sort(run.finish_s)
+    span = finish[hi] - finish[lo]
+    return float((hi - lo) / span) if span > 0 else float(n / end)
 
 
 def prefill_tokens_per_s(config: SchedulerConfig, dep: Any) -> float:
@@ -62,6 +80,48 @@ def queued_tokens_limit(ttft_target_ms: float, prefill_tokens_per_s: float) -> i
     if not (ttft_target_ms > 0 and prefill_tokens_per_s > 0):
         raise SimInputError("the TTFT target and the prefill throughput must be positive")
     return int(prefill_tokens_per_s * ttft_target_ms / 1e3)
+
+
+def signals(run: Run, dep: Any, bins: int = 60) -> pd.DataFrame:
+    """Per time bin of a timed run (equal bins from 0 s to its end): `time_s` (the bin's
+    start), `busy_pct` (time a step runs), `compute_pct` (roofline compute time of its steps),
+    both over the bin's length, `kv_pct` (KV usage, mean over the bin's steps weighted by their
+    time), and `waiting` (the queue after the bin's last step; carried over an idle bin)."""
+    from sim.cost import step_costs
+    from sim.metrics import kv_usage
+
+    if not run.timed or run.num_steps == 0:
+        raise SimInputError("signals need a timed run with at least one step")
+    start = np.asarray(run.step_start_s, dtype=np.float64)
+    ms = np.asarray(run.step_ms, dtype=np.float64)
+    end = float(start[-1] + ms[-1] / 1e3)
+    width = end / bins
+    costs = step_costs(
+        dep,
+        query_tokens=run.num_scheduled_tokens,
+        num_seqs=run.num_scheduled_seqs,
+        kv_read_tokens=run.kv_read_tokens,
+        attn_pairs=run.attn_pairs,
+    )
+    compute = np.minimum(costs.compute_ms, ms)
+    k = np.minimum((start / width).astype(np.int64), bins - 1)
+    busy = np.bincount(k, ms, bins)
+    kv = np.bincount(k, ms * kv_usage(run.kv_blocks_used, run.kv_blocks_usable), bins)
+    last = np.full(bins, -1)
+    np.maximum.at(last, k, np.arange(run.num_steps))
+    last = np.maximum.accumulate(last)  # an idle bin keeps the queue of the bin before
+    waiting = np.where(last >= 0, np.asarray(run.num_waiting)[np.maximum(last, 0)], 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kv_pct = np.where(busy > 0, kv / busy * 100, np.nan)
+    return pd.DataFrame(
+        {
+            "time_s": np.arange(bins) * width,
+            "busy_pct": np.minimum(busy / (width * 1e3) * 100, 100.0),
+            "compute_pct": np.minimum(np.bincount(k, compute, bins) / (width * 1e3) * 100, 100.0),
+            "kv_pct": kv_pct,
+            "waiting": waiting,
+        }
+    )
 
 
 def waiting_over_time(run: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -92,19 +152,24 @@ def load_sweep(
     for rate in rates:
         wl = poisson_at(spec, rate, max_model_len=config.max_model_len)
         run = run_timed(config, wl, dep)
-        out = summarize(run, ttft_slo_ms=ttft_slo_ms, itl_slo_ms=itl_slo_ms)
-        wait = queue_time_s(run)
-        rows.append(
-            {
-                "rate_per_s": float(rate),
-                "ttft_ms_p50": out["ttft_ms"]["p50"],
-                "ttft_ms_p99": out["ttft_ms"]["p99"],
-                "queue_s_p50": finite_percentile(wait, 50),
-                "queue_s_p99": finite_percentile(wait, 99),
-                "goodput_req_per_s": out.get("goodput_req_per_s"),
-                "refused": out["rejected_requests"]["total"],
-                "peak_waiting": int(np.max(run.num_waiting)) if run.num_steps else 0,
-                "makespan_s": out["makespan_s"],
-            }
-        )
+        rows.append(sweep_row(run, rate, ttft_slo_ms=ttft_slo_ms, itl_slo_ms=itl_slo_ms))
     return pd.DataFrame(rows)
+
+
+def sweep_row(
+    run: Run, rate: float, *, ttft_slo_ms: float | None = None, itl_slo_ms: float | None = None
+) -> dict[str, Any]:
+    """One load sweep row from the timed run at `rate` requests per second."""
+    out = summarize(run, ttft_slo_ms=ttft_slo_ms, itl_slo_ms=itl_slo_ms)
+    wait = queue_time_s(run)
+    return {
+        "rate_per_s": float(rate),
+        "ttft_ms_p50": out["ttft_ms"]["p50"],
+        "ttft_ms_p99": out["ttft_ms"]["p99"],
+        "queue_s_p50": finite_percentile(wait, 50),
+        "queue_s_p99": finite_percentile(wait, 99),
+        "goodput_req_per_s": out.get("goodput_req_per_s"),
+        "refused": out["rejected_requests"]["total"],
+        "peak_waiting": int(np.max(run.num_waiting)) if run.num_steps else 0,
+        "makespan_s": out["makespan_s"],
+    }

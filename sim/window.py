@@ -36,6 +36,10 @@ from sim.kv import cdiv
 from sim.run import StepDetail
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+# Rounds of a timed window's landing-step iteration. Each round fixes at least the first arrival
+# it had wrong (an arrival's landing step depends only on the arrivals before it), and most
+# converge in a few; a window that has not converged keeps the steps before the disagreement.
+ROUNDS = 6
 
 
 def _boundary_counts(
@@ -154,7 +158,7 @@ class WindowMixin:
         best = None
         running = self._running_part(T, R, comp0)
         kv_r = _running_kv_read(running[0], comp0, running[2], T)
-        for _ in range(6):
+        for _ in range(ROUNDS):
             n_g = guess.shape[0]
             plan = self._plan(T, R, comp0, arr_ids[:n_g], guess, running)
             stop, adm_ids, adm_t, fin0, final0 = plan

@@ -19,9 +19,11 @@ from sim.overload import (
     poisson_at,
     prefill_tokens_per_s,
     queued_tokens_limit,
+    signals,
     sustained_prefill_tokens_per_s,
+    sweep_row,
 )
-from sim.scheduler import Engine
+from sim.scheduler import Engine, run_steps
 from sim.timed import config_for, deployment, run_timed
 from sim.workload import Workload
 
@@ -124,3 +126,44 @@ def test_a_limit_sized_by_the_sustained_prefill_rate_keeps_admitted_ttft_near_th
     assert free["refused"] == 0 and held["refused"] > loose["refused"]
     assert held["ttft_ms_p99"] < 2.5 * 3000 < loose["ttft_ms_p99"] < free["ttft_ms_p99"]
     assert held["goodput_req_per_s"] > max(loose["goodput_req_per_s"], free["goodput_req_per_s"])
+
+
+def test_signals_bin_step_time_and_carry_the_queue_over_idle_time():
+    # A runs two 125 ms steps from 0 s, B arrives at 1.0 s and runs two more: five bins of
+    # 0.25 s are busy, idle, idle, idle, busy
+    config = SchedulerConfig(
+        max_num_batched_tokens=512, max_num_seqs=1, max_model_len=1024, num_gpu_blocks=64
+    )
+    wl = Workload.build([100, 100], [2, 2], arrival_s=[0.0, 1.0], request_ids=["a", "b"])
+    run = Engine(config, wl, timer=_flat).run()
+    table = signals(run, DEP, bins=5)
+    np.testing.assert_allclose(table["time_s"], [0, 0.25, 0.5, 0.75, 1.0])
+    np.testing.assert_allclose(table["busy_pct"], [100, 0, 0, 0, 100])
+    assert table["kv_pct"][1:4].isna().all() and (table["kv_pct"][[0, 4]] > 0).all()
+    assert (table["compute_pct"][1:4] == 0).all() and (table["compute_pct"][[0, 4]] > 0).all()
+    assert table["waiting"].tolist() == [0, 0, 0, 0, 0]
+    untimed = run_steps(config, Workload.build([100, 100], [2, 2], arrival_step=[1, 1]))
+    with pytest.raises(SimInputError, match="timed run"):
+        signals(untimed, DEP)
+
+
+def test_a_trimmed_capacity_is_the_steady_rate_between_the_finish_quantiles():
+    config = config_for(DEP)
+    wl = poisson_at(SPEC, 1.0)
+    burst = run_timed(config, dataclasses.replace(wl, arrival_s=np.zeros(wl.num_requests)), DEP)
+    finish = np.sort(burst.finish_s)
+    n = wl.num_requests
+    lo, hi = int(0.1 * (n - 1)), int(round(0.9 * (n - 1)))
+    got = capacity_req_per_s(config, wl, DEP, trim=0.1)
+    assert got == pytest.approx((hi - lo) / (finish[hi] - finish[lo]))
+    assert got > capacity_req_per_s(config, wl, DEP)  # the drain's tail is left out
+    for bad in (-0.1, 0.5):
+        with pytest.raises(SimInputError):
+            capacity_req_per_s(config, wl, DEP, trim=bad)
+
+
+def test_a_sweep_row_of_a_kept_run_is_the_sweeps_row():
+    config = config_for(DEP, max_num_queued_tokens=4000)
+    table = load_sweep(config, DEP, SPEC, [1.5], ttft_slo_ms=2000)
+    run = run_timed(config, poisson_at(SPEC, 1.5, max_model_len=config.max_model_len), DEP)
+    assert sweep_row(run, 1.5, ttft_slo_ms=2000) == table.iloc[0].to_dict()

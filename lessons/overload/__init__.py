@@ -1,0 +1,1 @@
+"""Lesson "Too many requests": overload, queues and admission control."""

@@ -1,0 +1,238 @@
+"""Figures of the lesson "Too many requests", drawn from its Readout.
+
+- `hockey`: TTFT p50 and p99 against offered load, under FCFS and SJF, with the capacity marked;
+- `queue`: the waiting queue over one run at the chosen load (FCFS, SJF, FCFS with the limit),
+  animated in time;
+- `limits`: TTFT p99 of admitted requests against load, without a limit and with the two sized
+  limits, and the target;
+- `goodput`: requests per second that meet the target, the same three ways;
+- `signals`: GPU busy, compute use, KV usage and the waiting queue over the run at the chosen
+  load: what an autoscaler could watch.
+
+Words a learner reads come from text.md's `labels` section (and frame-title), filled here.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.anim import animate
+from lessons.kit.figures import axis, line, log_axis
+from lessons.overload.readout import Readout
+
+TEXT = lesson("overload").text_path
+
+
+@cache
+def labels() -> dict[str, str]:
+    """The charts' words, from text.md's `labels` section (`- key :: words`)."""
+    body = next(s.body for s in story.parse(TEXT) if s.name == "labels")
+    pairs = (line.removeprefix("- ").split("::", 1) for line in body.splitlines() if "::" in line)
+    return {key.strip(): words.strip() for key, words in pairs}
+
+
+def _marker_line(x: float, name: str) -> dict:
+    """A dotted vertical line at load x (% of capacity), named at the top."""
+    return {
+        "type": "line",
+        "x0": x,
+        "x1": x,
+        "yref": "paper",
+        "y0": 0,
+        "y1": 1,
+        "line": {"dash": "dot", "width": 2, "color": "#555555"},
+        "label": {
+            "text": name,
+            "textposition": "end",
+            "textangle": 0,
+            "yanchor": "top",
+            "font": {"size": 14},
+        },
+    }
+
+
+def _load_chart(r: Readout, title: str, y: dict, traces: list[dict], extra: list[dict]) -> dict:
+    """Lines over the sweep's loads, with the capacity and the chosen load marked."""
+    words = labels()
+    shapes = [_marker_line(100, words["capacity"]), *extra]
+    if r.load_pct != 100:
+        shapes.append(_marker_line(r.load_pct, words["chosen"]))
+    return {
+        "data": traces,
+        "layout": {
+            "title": {"text": words[title]},
+            "height": 420,
+            "xaxis": axis(words["load-axis"], tickvals=list(r.loads)),
+            "yaxis": y,
+            "shapes": shapes,
+            "hovermode": "x unified",
+        },
+    }
+
+
+def _lines(r: Readout, series: list[tuple], fmt: str) -> list[dict]:
+    """(values, label key, role, dash) -> line traces with markers over the loads."""
+    words = labels()
+    return [
+        line(
+            r.loads,
+            [float(v) for v in values],
+            words[name],
+            role,
+            dash=dash,
+            mode="lines+markers",
+            hovertemplate=fmt,
+        )
+        for values, name, role, dash in series
+    ]
+
+
+def hockey(r: Readout) -> dict:
+    """TTFT p50 and p99 against offered load under FCFS and SJF (no limit)."""
+    words = labels()
+    traces = _lines(
+        r,
+        [
+            (r.ttft_p50_s, "fcfs-p50", "fcfs", None),
+            (r.ttft_p99_s, "fcfs-p99", "fcfs", "dash"),
+            (r.sjf_ttft_p50_s, "sjf-p50", "sjf", None),
+            (r.sjf_ttft_p99_s, "sjf-p99", "sjf", "dash"),
+        ],
+        "%{y:.2f} s",
+    )
+    return _load_chart(r, "title-hockey", log_axis(words["ttft-axis"]), traces, [])
+
+
+def _target(r: Readout) -> dict:
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": r.ttft_target_s,
+        "y1": r.ttft_target_s,
+        "line": {"dash": "dot", "width": 2, "color": "#555555"},
+        "label": {"text": labels()["target"], "textposition": "start", "font": {"size": 14}},
+    }
+
+
+def limits(r: Readout) -> dict:
+    """TTFT p99 of admitted requests against load: no limit, the rule's limit, the peak one."""
+    words = labels()
+    traces = _lines(
+        r,
+        [
+            (r.ttft_p99_s, "no-limit", "no_limit", None),
+            (r.lim_ttft_p99_s, "limit-rule", "limit_rule", None),
+            (r.peak_ttft_p99_s, "limit-peak", "limit_peak", "dash"),
+        ],
+        "%{y:.2f} s",
+    )
+    traces[1]["customdata"] = [round(float(v), 1) for v in r.lim_refused_pct]
+    traces[1]["hovertemplate"] = words["refused-hover"]
+    y = log_axis(words["ttft-p99-axis"])
+    return _load_chart(r, "title-limits", y, traces, [_target(r)])
+
+
+def goodput(r: Readout) -> dict:
+    """Requests per second meeting the TTFT target against load, the same three ways."""
+    words = labels()
+    traces = _lines(
+        r,
+        [
+            (r.goodput, "no-limit", "no_limit", None),
+            (r.lim_goodput, "limit-rule", "limit_rule", None),
+            (r.peak_goodput, "limit-peak", "limit_peak", "dash"),
+        ],
+        "%{y:.2f} req/s",
+    )
+    return _load_chart(
+        r, "title-goodput", axis(words["goodput-axis"], rangemode="tozero"), traces, []
+    )
+
+
+def queue(r: Readout) -> dict:
+    """The waiting queue over the run at the chosen load, drawn up to each frame's time."""
+    words = labels()
+    q = r.queue
+    series = [
+        (q.fcfs, "fcfs", "fcfs", None),
+        (q.sjf, "sjf", "sjf", "dash"),
+        (q.limited, "limit-rule", "limit_rule", None),
+    ]
+    t = [round(float(v), 2) for v in q.time_s]
+
+    def upto(k: int) -> list[dict]:
+        return [{"x": t[: k + 1], "y": values[: k + 1].tolist()} for values, *_ in series]
+
+    traces = [
+        line(t[:1], values[:1].tolist(), words[name], role, dash=dash, hovertemplate="%{y}")
+        for values, name, role, dash in series
+    ]
+    top = max(int(max(q.fcfs.max(), q.sjf.max(), q.limited.max())), 1)
+    frames, names = [], []
+    for k in range(len(t)):
+        title = story.text(
+            TEXT,
+            "frame-title",
+            None,
+            time=t[k],
+            fcfs=int(q.fcfs[k]),
+            sjf=int(q.sjf[k]),
+            limited=int(q.limited[k]),
+            arrived=int(q.arrived[k]),
+        )
+        frames.append({"data": upto(k), "traces": [0, 1, 2], "layout": {"title": {"text": title}}})
+        names.append(f"{t[k]:.0f} s")
+    figure = {
+        "data": traces,
+        "layout": {
+            "title": {"text": ""},
+            "height": 440,
+            "xaxis": axis(words["time-axis"], range=[0, t[-1] * 1.02]),
+            "yaxis": axis(words["waiting-axis"], range=[0, top * 1.08]),
+            "hovermode": "x unified",
+        },
+    }
+    return animate(figure, frames, names, start=len(t) - 1)
+
+
+def signals(r: Readout) -> dict:
+    """Four signals over the run at the chosen load: three in % on the left, the queue right."""
+    words = labels()
+    s = r.signals
+    t = s.time_s.round(2)
+    # the queue axis: 5 round ticks, on the grid lines of the % axis
+    rough = max(float(s.waiting.max()), 1.0) / 5
+    tick = min(m * 10**e for e in range(7) for m in (1, 2, 5) if m * 10**e >= rough)
+    top = 5 * tick
+    traces = [
+        line(t, s.busy_pct.round(1), words["busy"], "neutral", hovertemplate="%{y:.0f}%"),
+        line(t, s.compute_pct.round(1), words["compute"], "compute", hovertemplate="%{y:.0f}%"),
+        line(t, np.nan_to_num(s.kv_pct).round(1), words["kv"], "kv", hovertemplate="%{y:.0f}%"),
+        line(
+            t, s.waiting, words["waiting"], "waiting", dash="dash", yaxis="y2", hovertemplate="%{y}"
+        ),
+    ]
+    return {
+        "data": traces,
+        "layout": {
+            "title": {"text": words["title-signals"]},
+            "height": 420,
+            "xaxis": axis(words["time-axis"]),
+            "yaxis": axis(words["pct-axis"], range=[0, 100], dtick=20),
+            "yaxis2": axis(
+                words["waiting-axis"],
+                overlaying="y",
+                side="right",
+                range=[0, top],
+                dtick=top / 5,
+                showgrid=False,
+            ),
+            "hovermode": "x unified",
+        },
+    }

@@ -1,0 +1,266 @@
+"""Lesson "Too many requests": its controls (Params), the runs, and build(p) -> Readout.
+
+One chat workload (lognormal prompts and answers) arrives as a Poisson stream at a share of the
+deployment's capacity. The capacity is measured, not assumed: all requests queued at 0 s, the
+steady rate at which a full engine finishes them (sim.overload.capacity_req_per_s, trimmed of
+the fill and the drain). So that the run holds several full batches on any GPU, the number of
+requests is WAVES times the most that run at once in a probe burst, and max_num_seqs is capped
+at MAX_NUM_SEQS (a common production setting) so that this stays a short run on large GPUs.
+The sweep runs every load in LOADS four times: FCFS and SJF without a limit (no policy fixes
+overload), and FCFS with vLLM's `max_num_queued_tokens` sized by the rule, TTFT target x the
+rate the engine drains prompt tokens, and sized by the peak prefill speed instead (the wrong
+throughput). Each run and sweep is cached, so moving the load slider only picks what is made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from lessons.kit import shared
+from lessons.kit.controls import Steps, control
+from lessons.kit.selection import selection
+from lessons.overload.readout import Queue, Readout, Signals
+from sim.cost import Deployment
+from sim.generators import WorkloadSpec
+from sim.models import kv_pool
+from sim.overload import (
+    capacity_req_per_s,
+    poisson_at,
+    prefill_tokens_per_s,
+    queued_tokens_limit,
+    signals,
+    sweep_row,
+)
+from sim.run import Run
+from sim.timed import config_for, run_timed
+
+PREFIX = "ovl"
+# text.md sections filled with values of their own, not the Readout's (figures.py, predict.py)
+OWN_VALUES = ("labels", "frame-", "predict-revealed")
+LOADS = (50, 80, 100, 120, 150, 200)
+TARGETS_S = (1, 2, 3, 5, 10)
+HEALTHY_PCT = 80
+SEED = 3
+MAX_MODEL_LEN = 16_384
+PROBE = 300  # requests of the probe burst that finds the full batch
+WAVES = 6
+MIN_REQUESTS, MAX_REQUESTS = 300, 1_500
+MAX_NUM_SEQS = 128  # a common production cap: every GPU's full batch fits in a short run
+TRIM = 0.1  # the fill and the drain left out of the capacity
+FALLBACK_BLOCKS = 1_970  # the pool when the weights do not fit (an L4's, for Llama-3.1-8B)
+BINS = 40  # time bins of the signals chart
+QUEUE_POINTS = 60  # points (and frames) of the queue animation
+
+
+@dataclass(frozen=True)
+class Params(shared.Deployment):
+    """Everything the lesson's controls set."""
+
+    gpu: str = shared.gpu("L4")
+    load_pct: int = control(
+        150, Steps("Offered load (% of capacity)", key="load", options=LOADS, main=True)
+    )
+    ttft_target_s: int = control(
+        3,
+        Steps(
+            "TTFT target (s)",
+            key="target",
+            options=TARGETS_S,
+            main=True,
+            help="Sizes max_num_queued_tokens and sets which requests count as goodput.",
+        ),
+    )
+
+
+def recipe(n: int) -> WorkloadSpec:
+    """The requests' recipe (its rate is set per load by sim.overload.poisson_at)."""
+    return WorkloadSpec(
+        "poisson",
+        n,
+        1.0,
+        prompt="lognormal:800:0.8",
+        output="lognormal:120:0.5",
+        seed=SEED,
+        prompt_max=MAX_MODEL_LEN - 1,
+    )
+
+
+def _dep(gpu: str, model: str, tp: int, dtype: str) -> tuple[Deployment, object]:
+    """The deployment and vLLM's configuration for it (a fallback pool if the weights do not
+    fit)."""
+    dep = Deployment(gpu=gpu, model=model, tp=tp, dtype=dtype)
+    fits = kv_pool(gpu, model, tp=tp, dtype=dtype).fits
+    config = config_for(
+        dep,
+        max_model_len=MAX_MODEL_LEN,
+        max_num_seqs=MAX_NUM_SEQS,
+        num_gpu_blocks=None if fits else FALLBACK_BLOCKS,
+    )
+    return dep, config
+
+
+@dataclass(frozen=True, eq=False)
+class Probe:
+    """What the lesson measures once per deployment."""
+
+    requests: int
+    full_batch: int
+    capacity_req_per_s: float
+    mean_prompt: float
+    weights_fit: bool
+
+
+@lru_cache(maxsize=16)
+def probe(gpu: str, model: str, tp: int, dtype: str) -> Probe:
+    """The run's size (WAVES full batches) and the capacity of those requests."""
+    dep, config = _dep(gpu, model, tp, dtype)
+    burst = poisson_at(recipe(PROBE), 1.0)
+    first = run_timed(config, dataclasses.replace(burst, arrival_s=np.zeros(PROBE)), dep)
+    full = int(first.num_running.max())
+    n = int(np.clip(WAVES * full, MIN_REQUESTS, MAX_REQUESTS)) // 100 * 100
+    wl = poisson_at(recipe(n), 1.0)
+    capacity = capacity_req_per_s(config, wl, dep, trim=TRIM)
+    fits = kv_pool(gpu, model, tp=tp, dtype=dtype).fits
+    return Probe(n, full, capacity, float(wl.prompt_tokens.mean()), fits)
+
+
+@lru_cache(maxsize=64)
+def run_at(
+    gpu: str, model: str, tp: int, dtype: str, load: int, limit: int | None, policy: str
+) -> Run:
+    """The lesson's requests at `load` % of capacity, with max_num_queued_tokens = limit."""
+    dep, config = _dep(gpu, model, tp, dtype)
+    made = probe(gpu, model, tp, dtype)
+    config = dataclasses.replace(config, policy=policy, max_num_queued_tokens=limit)
+    wl = poisson_at(recipe(made.requests), made.capacity_req_per_s * load / 100)
+    return run_timed(config, wl, dep)
+
+
+@lru_cache(maxsize=64)
+def sweep(key: tuple, limit: int | None, target_ms: float, policy: str = "fcfs") -> dict:
+    """Every load's row (sim.overload.sweep_row), as arrays over LOADS."""
+    cap = probe(*key).capacity_req_per_s
+    rows = [
+        sweep_row(run_at(*key, load, limit, policy), cap * load / 100, ttft_slo_ms=target_ms)
+        for load in LOADS
+    ]
+    return {name: np.array([row[name] for row in rows], dtype=float) for name in rows[0]}
+
+
+@lru_cache(maxsize=64)
+def signals_at(key: tuple, load: int) -> tuple[Signals, tuple[float, float, float]]:
+    """The signals of the FCFS run without a limit at `load`, and their means over the bins
+    in which a step ran (GPU busy, compute use, KV usage, in %)."""
+    dep, _ = _dep(*key)
+    table = signals(run_at(*key, load, None, "fcfs"), dep, BINS)
+    on = table["busy_pct"] > 0
+    means = tuple(float(table[name][on].mean()) for name in ("busy_pct", "compute_pct", "kv_pct"))
+    columns = ("time_s", "busy_pct", "compute_pct", "kv_pct", "waiting")
+    return Signals(*(table[name].to_numpy() for name in columns)), means
+
+
+def _waiting_on(grid: np.ndarray, run: Run) -> np.ndarray:
+    """The waiting queue after the last step that started by each time of `grid` (0 before)."""
+    k = np.searchsorted(run.step_start_s, grid, side="right") - 1
+    return np.where(k >= 0, np.asarray(run.num_waiting)[np.maximum(k, 0)], 0)
+
+
+def _queue(fcfs: Run, sjf: Run, limited: Run) -> Queue:
+    end = max(float(r.step_start_s[-1] + r.step_ms[-1] / 1e3) for r in (fcfs, sjf, limited))
+    grid = np.linspace(0.0, end, QUEUE_POINTS)
+    arrived = np.searchsorted(np.sort(fcfs.arrival_s), grid, side="right")
+    return Queue(
+        grid, *(_waiting_on(grid, r) for r in (fcfs, sjf, limited)), arrived=arrived.astype(int)
+    )
+
+
+def build(p: Params) -> Readout:
+    """Every number and frame of the lesson for one setting."""
+    key = (p.gpu, p.model, p.tp, p.dtype)
+    dep, config = _dep(*key)
+    made = probe(*key)
+    target_ms = p.ttft_target_s * 1e3
+    drain = made.capacity_req_per_s * made.mean_prompt
+    peak = prefill_tokens_per_s(config, dep)
+    limit = queued_tokens_limit(target_ms, drain)
+    peak_limit = queued_tokens_limit(target_ms, peak)
+    free, sjf = sweep(key, None, target_ms), sweep(key, None, target_ms, "sjf")
+    bound, loose = sweep(key, limit, target_ms), sweep(key, peak_limit, target_ms)
+    at = LOADS.index(p.load_pct)
+    runs = (run_at(*key, p.load_pct, None, "fcfs"), run_at(*key, p.load_pct, None, "sjf"))
+    sig, (busy, compute, kv) = signals_at(key, p.load_pct)
+    _, (h_busy, h_compute, h_kv) = signals_at(key, HEALTHY_PCT)
+    n = made.requests
+
+    def sel(table: dict, name: str, scale: float = 1.0) -> float:
+        return float(table[name][at] * scale)
+
+    lim_p99, peak_p99 = sel(bound, "ttft_ms_p99", 1e-3), sel(loose, "ttft_ms_p99", 1e-3)
+    return Readout(
+        **selection(p, dtype=p.dtype),
+        weights_fit=made.weights_fit,
+        num_gpu_blocks=config.num_gpu_blocks,
+        budget=config.max_num_batched_tokens,
+        max_num_seqs=config.max_num_seqs,
+        requests=n,
+        full_batch=made.full_batch,
+        batches=n / made.full_batch,
+        mean_prompt=int(round(made.mean_prompt)),
+        capacity_req_per_s=made.capacity_req_per_s,
+        load_pct=p.load_pct,
+        rate_per_s=made.capacity_req_per_s * p.load_pct / 100,
+        overloaded=p.load_pct > 100,
+        ttft_target_s=float(p.ttft_target_s),
+        loads=np.array(LOADS),
+        ttft_p50_s=free["ttft_ms_p50"] / 1e3,
+        ttft_p99_s=free["ttft_ms_p99"] / 1e3,
+        queue_p99_s=free["queue_s_p99"],
+        goodput=free["goodput_req_per_s"],
+        peak_waiting=free["peak_waiting"].astype(int),
+        lim_ttft_p99_s=bound["ttft_ms_p99"] / 1e3,
+        lim_goodput=bound["goodput_req_per_s"],
+        lim_refused_pct=bound["refused"] / n * 100,
+        drain_tokens_per_s=drain,
+        peak_tokens_per_s=peak,
+        limit_tokens=limit,
+        peak_limit_tokens=peak_limit,
+        sjf_ttft_p50_s=sjf["ttft_ms_p50"] / 1e3,
+        sjf_ttft_p99_s=sjf["ttft_ms_p99"] / 1e3,
+        peak_ttft_p99_s=loose["ttft_ms_p99"] / 1e3,
+        peak_goodput=loose["goodput_req_per_s"],
+        healthy_ttft_p99_s=float(free["ttft_ms_p99"][LOADS.index(HEALTHY_PCT)] / 1e3),
+        cap_ttft_p99_s=float(free["ttft_ms_p99"][LOADS.index(100)] / 1e3),
+        top_ttft_p99_s=float(free["ttft_ms_p99"][-1] / 1e3),
+        top_pct=LOADS[-1],
+        sel_ttft_p50_s=sel(free, "ttft_ms_p50", 1e-3),
+        sel_ttft_p99_s=sel(free, "ttft_ms_p99", 1e-3),
+        sel_sjf_ttft_p50_s=sel(sjf, "ttft_ms_p50", 1e-3),
+        sel_sjf_ttft_p99_s=sel(sjf, "ttft_ms_p99", 1e-3),
+        sel_lim_ttft_p99_s=lim_p99,
+        sel_peak_lim_ttft_p99_s=peak_p99,
+        sel_refused_pct=sel(bound, "refused", 100 / n),
+        sel_peak_refused_pct=sel(loose, "refused", 100 / n),
+        sel_goodput=sel(free, "goodput_req_per_s"),
+        sel_lim_goodput=sel(bound, "goodput_req_per_s"),
+        sel_peak_waiting=int(sel(free, "peak_waiting")),
+        sel_sjf_peak_waiting=int(sel(sjf, "peak_waiting")),
+        sel_lim_peak_waiting=int(sel(bound, "peak_waiting")),
+        limit_holds=bool(lim_p99 <= 2 * p.ttft_target_s),
+        limit_binds=bool(bound["refused"][at] > 0),
+        limit_gains=bool(bound["goodput_req_per_s"][at] > free["goodput_req_per_s"][at]),
+        peak_overshoots=bool(peak_p99 > 2 * p.ttft_target_s),
+        healthy_pct=HEALTHY_PCT,
+        sel_busy_pct=busy,
+        sel_compute_pct=compute,
+        sel_kv_pct=kv,
+        healthy_busy_pct=h_busy,
+        healthy_compute_pct=h_compute,
+        healthy_kv_pct=h_kv,
+        healthy_peak_waiting=int(free["peak_waiting"][LOADS.index(HEALTHY_PCT)]),
+        queue=_queue(*runs, run_at(*key, p.load_pct, limit, "fcfs")),
+        signals=sig,
+    )

@@ -1,0 +1,55 @@
+"""The lesson's predict-then-reveal question, answered by the sweep the lesson opens with.
+
+quiz.toml marks it `computed = "p99_growth"`: the opening setting's TTFT p99 at 100% of capacity
+is given; how long is it at the opening load (lesson.Params().load_pct)? The choices are the
+sweep's answer and three growth factors at least GAP apart from it, the smallest first (the
+guess that latency grows with load in proportion).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from lessons.overload import lesson
+from lessons.overload.figures import labels
+from lessons.quiz.bank import Bank
+
+FACTORS = (1.5, 2, 3, 5, 10, 20, 50, 100)
+GAP = 1.6  # a wrong factor is at least this many times off the true one
+
+
+def _nice(ratio: float) -> float:
+    """The factor as the choice shows it: halves below 10, whole numbers above."""
+    return round(ratio * 2) / 2 if ratio < 10 else float(round(ratio))
+
+
+@cache
+def answers() -> dict:
+    """The p99 at 100% and at the opening load, their ratio, and the choices (answer first)."""
+    r = lesson.build(lesson.Params())
+    low = float(r.ttft_p99_s[lesson.LOADS.index(100)])
+    high = float(r.ttft_p99_s[lesson.LOADS.index(r.load_pct)])
+    ratio = _nice(high / low)
+    wrong = [f for f in FACTORS if max(f, ratio) / min(f, ratio) >= GAP][:3]
+    words = labels()
+    choices = [words["choice"].format(ratio=ratio, value=high)]
+    choices += [words["choice"].format(ratio=f, value=low * f) for f in wrong]
+    return {
+        "low_s": low,
+        "high_s": high,
+        "ratio": ratio,
+        "load_pct": r.load_pct,
+        "extra": r.load_pct - 100,
+        "choices": tuple(choices),
+    }
+
+
+@cache
+def _filled(bank: Bank) -> Bank:
+    facts = answers()
+    return bank.filled({"p99_growth": facts["choices"]}, facts)
+
+
+def filled(bank: Bank) -> Bank:
+    """The bank with its computed question filled from the opening sweep."""
+    return _filled(bank)

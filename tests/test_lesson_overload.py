@@ -1,0 +1,216 @@
+"""Lesson "Too many requests": what its charts and text claim, against the runs they come from.
+
+Why: the lesson's numbers are a load sweep, a sized admission limit and the signals of one run.
+Each figure must be its runs' own, read here independently from the runs (arrival and first
+token times, refusal codes, step times); the capacity must be the one the burst measures and
+must be where the queue starts to grow; the limit must be the rule's and must do what the text
+says; and every control must move the page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.controls import declared
+from lessons.overload import exercise, figures, predict
+from lessons.overload import lesson as ovl
+from lessons.overload.lesson import LOADS, Params, build, probe, run_at
+from sim.timed import run_timed
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
+
+PAGE = "pages/lesson_overload.py"
+TEXT = lesson("overload").text_path
+KEY = (Params().gpu, Params().model, Params().tp, Params().dtype)
+
+
+@pytest.fixture(scope="module")
+def default():
+    return build(Params())
+
+
+def _ttft_s(run) -> np.ndarray:
+    """TTFT of the admitted requests, read from the run's own times."""
+    done = ~np.isnan(run.first_token_s)
+    return (run.first_token_s - run.arrival_s)[done]
+
+
+def test_every_sweep_figure_is_the_runs_own(default):
+    r = default
+    for i, load in enumerate(LOADS):
+        free = run_at(*KEY, load, None, "fcfs")
+        sjf = run_at(*KEY, load, None, "sjf")
+        bound = run_at(*KEY, load, r.limit_tokens, "fcfs")
+        loose = run_at(*KEY, load, r.peak_limit_tokens, "fcfs")
+        assert r.ttft_p99_s[i] == pytest.approx(np.percentile(_ttft_s(free), 99))
+        assert r.ttft_p50_s[i] == pytest.approx(np.percentile(_ttft_s(free), 50))
+        assert r.sjf_ttft_p99_s[i] == pytest.approx(np.percentile(_ttft_s(sjf), 99))
+        assert r.lim_ttft_p99_s[i] == pytest.approx(np.percentile(_ttft_s(bound), 99))
+        assert r.peak_ttft_p99_s[i] == pytest.approx(np.percentile(_ttft_s(loose), 99))
+        refused = np.count_nonzero(bound.rejected)
+        assert r.lim_refused_pct[i] == pytest.approx(refused / r.requests * 100)
+        # a refused request never runs; the rest all finish
+        assert np.isnan(bound.first_token_s[bound.rejected > 0]).all()
+        assert np.count_nonzero(~np.isnan(bound.finish_s)) + refused == r.requests
+        end = bound.step_start_s[-1] + bound.step_ms[-1] / 1e3
+        good = np.count_nonzero(_ttft_s(bound) <= r.ttft_target_s)
+        assert r.lim_goodput[i] == pytest.approx(good / (end - bound.arrival_s.min()), rel=0.02)
+        assert r.peak_waiting[i] == free.num_waiting.max()
+        # the same requests at every load and in every setup, only faster or slower
+        for run in (sjf, bound, loose):
+            np.testing.assert_array_equal(run.workload.prompt_tokens, free.workload.prompt_tokens)
+            np.testing.assert_array_equal(run.arrival_s, free.arrival_s)
+    chart = figures.hockey(r)
+    assert chart["data"][1]["y"] == [float(v) for v in r.ttft_p99_s]
+    assert figures.limits(r)["data"][1]["y"] == [float(v) for v in r.lim_ttft_p99_s]
+    assert figures.goodput(r)["data"][0]["y"] == [float(v) for v in r.goodput]
+
+
+def test_the_capacity_is_the_bursts_steady_rate_and_the_knee_of_the_queue(default):
+    r = default
+    made = probe(*KEY)
+    dep, config = ovl._dep(*KEY)
+    wl = ovl.poisson_at(ovl.recipe(made.requests), 1.0)
+    burst = run_timed(config, dataclasses.replace(wl, arrival_s=np.zeros(wl.num_requests)), dep)
+    finish = np.sort(burst.finish_s)
+    lo, hi = int(0.1 * (r.requests - 1)), int(round(0.9 * (r.requests - 1)))
+    assert r.capacity_req_per_s == pytest.approx((hi - lo) / (finish[hi] - finish[lo]))
+    assert r.full_batch == burst.num_running.max() or r.requests == ovl.MIN_REQUESTS
+    # the loads are shares of it
+    for load in LOADS:
+        arrivals = run_at(*KEY, load, None, "fcfs").arrival_s
+        rate = (r.requests - 1) / (arrivals.max() - arrivals.min())
+        assert rate == pytest.approx(r.capacity_req_per_s * load / 100, rel=0.15)
+    # below it the queue stays short; above it the queue grows with the load
+    assert r.peak_waiting[LOADS.index(80)] < 0.05 * r.requests
+    assert r.peak_waiting[LOADS.index(150)] > 10 * r.peak_waiting[LOADS.index(80)]
+    assert np.all(np.diff(r.peak_waiting[LOADS.index(100) :]) > 0)
+
+
+def test_the_limit_is_the_rule_and_does_what_the_text_says(default):
+    r = default
+    assert r.drain_tokens_per_s == pytest.approx(r.capacity_req_per_s * r.mean_prompt, rel=1e-3)
+    assert r.limit_tokens == int(r.ttft_target_s * r.drain_tokens_per_s)
+    assert r.peak_limit_tokens == int(r.ttft_target_s * r.peak_tokens_per_s)
+    assert r.peak_tokens_per_s > r.drain_tokens_per_s
+    bound = run_at(*KEY, r.load_pct, r.limit_tokens, "fcfs")
+    assert bound.config.max_num_queued_tokens == r.limit_tokens
+    assert set(np.unique(bound.rejected)) <= {0, 2}  # only the token limit refuses
+    # the opening setting's claims
+    assert r.overloaded and r.limit_binds and r.limit_holds and r.limit_gains
+    assert r.sel_lim_ttft_p99_s < r.ttft_target_s * 2 < r.sel_ttft_p99_s
+    assert r.peak_overshoots and r.sel_peak_lim_ttft_p99_s > 2 * r.ttft_target_s
+    assert r.sel_lim_goodput > 2 * r.sel_goodput
+    # below capacity the limit costs little
+    at = LOADS.index(50)
+    assert r.lim_refused_pct[at] < 5
+    assert r.lim_goodput[at] == pytest.approx(r.goodput[at], rel=0.05)
+
+
+def test_no_policy_fixes_overload(default):
+    r = default
+    assert r.sel_sjf_peak_waiting > 10 * r.healthy_peak_waiting  # SJF's queue grows too
+    assert r.sel_sjf_ttft_p99_s > r.ttft_target_s * 5
+    assert r.sel_sjf_ttft_p50_s < r.sel_ttft_p50_s  # it only moves who waits
+
+
+def test_the_signals_show_the_queue_and_cache_move_and_gpu_busy_does_not(default):
+    r = default
+    run = run_at(*KEY, r.load_pct, None, "fcfs")
+    s = r.signals
+    width = s.time_s[1] - s.time_s[0]
+    busy_ms = np.bincount(
+        np.minimum((run.step_start_s / width).astype(int), len(s.time_s) - 1),
+        run.step_ms,
+        len(s.time_s),
+    )
+    np.testing.assert_allclose(s.busy_pct, np.minimum(busy_ms / (width * 1e3) * 100, 100))
+    assert s.waiting.max() <= run.num_waiting.max()
+    assert r.sel_busy_pct > 90 and r.healthy_busy_pct > 90  # both read busy
+    assert abs(r.sel_busy_pct - r.healthy_busy_pct) < 5
+    assert r.sel_kv_pct > r.healthy_kv_pct + 10
+    assert r.sel_compute_pct < 60  # decodes are memory-bound: a full engine looks half idle
+    chart = figures.signals(r)
+    assert chart["data"][3]["yaxis"] == "y2" and chart["layout"]["yaxis2"]["range"][1] >= max(
+        s.waiting
+    )
+
+
+def test_the_animated_queue_is_each_runs_waiting_list(default):
+    r = default
+    q = r.queue
+    runs = [run_at(*KEY, r.load_pct, None, "fcfs"), run_at(*KEY, r.load_pct, None, "sjf")]
+    runs.append(run_at(*KEY, r.load_pct, r.limit_tokens, "fcfs"))
+    for values, run in zip((q.fcfs, q.sjf, q.limited), runs, strict=True):
+        for k in (5, len(q.time_s) // 2, len(q.time_s) - 1):
+            before = np.flatnonzero(run.step_start_s <= q.time_s[k])
+            want = run.num_waiting[before[-1]] if before.size else 0
+            assert values[k] == want
+    figure = figures.queue(r)
+    assert len(figure["frames"]) == len(q.time_s) == ovl.QUEUE_POINTS
+    middle = figure["frames"][len(q.time_s) // 2]["data"]
+    assert middle[0]["y"] == q.fcfs[: len(q.time_s) // 2 + 1].tolist()
+    assert q.arrived[-1] == r.requests
+
+
+def test_the_prediction_is_the_opening_sweeps_answer(default):
+    r = default
+    facts = predict.answers()
+    ratio = r.ttft_p99_s[LOADS.index(r.load_pct)] / r.ttft_p99_s[LOADS.index(100)]
+    assert facts["ratio"] == pytest.approx(ratio, abs=0.26 if ratio < 10 else 0.51)
+    q = lesson("overload").bank().question("predict_p99_growth")
+    assert q.correct_choice.startswith(f"About {facts['ratio']:g} times")
+    assert len(set(q.choices)) == len(q.choices) == 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5, 8, 13])
+def test_the_exercise_is_vllms_rule_read_plainly(seed):
+    drawn = exercise.refused_count(seed)
+    p = drawn.params
+    queued, refused = p["long"], 0
+    for prompt in p["prompts"]:
+        if queued >= p["limit"]:
+            refused += 1
+        else:
+            queued += prompt
+    assert drawn.answer == refused
+    assert p["long"] > exercise.BUDGET - p["decodes"] * exercise.SHORT  # still prefilling
+    assert f"**{refused}**" in drawn.solution
+    if seed:
+        assert 0 < refused < len(p["prompts"])
+
+
+def test_quiz_grades_and_awards_xp_once():
+    assert_quiz_awards_xp_once(PAGE, "overload", "queued_tokens_rule")
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+CHANGES = {"load_pct": 80, "ttft_target_s": 5, "gpu": "A10G"}
+
+
+@pytest.mark.parametrize("name", [d.name for d in declared(Params) if d.name in CHANGES])
+def test_every_control_moves_the_page(name):
+    d = next(d for d in declared(Params) if d.name == name)
+    at = run_page(PAGE, query={d.url_key(ovl.PREFIX): d.spec.to_url(CHANGES[name])}, timeout=180)
+    r = build(dataclasses.replace(Params(), **{name: CHANGES[name]}))
+    want = dict(story.metrics(TEXT, "metrics", r))
+    assert {k: _metrics(at)[k] for k in want} == want, name
+    drawn = charts(at)
+    assert drawn[0]["data"][1]["y"] == [float(v) for v in r.ttft_p99_s]
+    assert drawn[2]["data"][1]["y"] == [float(v) for v in r.lim_ttft_p99_s]
+
+
+def test_a_bad_link_value_is_reported_and_the_default_used():
+    at = run_page(PAGE, query={"ovl-load": "999", "ovl-target": "x"}, timeout=180)
+    assert not at.exception
+    warned = " ".join(w.value for w in at.warning)
+    assert "999" in warned and "x" in warned
+    want = dict(story.metrics(TEXT, "metrics", build(Params())))
+    assert {k: _metrics(at)[k] for k in want} == want
