@@ -39,6 +39,7 @@ ROLES = {
     "limit_rule": 2,
     "limit_peak": 1,
     "waiting": 5,
+    "healthy": 2,
 }
 
 

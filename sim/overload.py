@@ -8,6 +8,8 @@
 - `signals`: what an autoscaler could watch over one run, in time bins: the share of time the
   GPU runs a step (what nvidia-smi calls utilisation), the share its arithmetic units are busy
   (the roofline's compute time over wall time), KV cache usage, and the waiting queue.
+- `full_batch`: how many of those requests a full engine runs at once (so that a run can be
+  sized to hold several full batches).
 - `load_sweep`: one timed run per arrival rate of one workload recipe (the same requests,
   lengths and seed, with Poisson arrivals at each rate); a row per rate with TTFT, queue time,
   goodput, refusals and the peak and final waiting queue.
@@ -58,6 +60,14 @@ def capacity_req_per_s(
     finish = np.sort(run.finish_s)
     span = finish[hi] - finish[lo]
     return float((hi - lo) / span) if span > 0 else float(n / end)
+
+
+def full_batch(config: SchedulerConfig, workload: Workload, dep: Any) -> int:
+    """The most requests of `workload` that run at once when all are queued at 0 s: how many a
+    full engine holds (the budget, max_num_seqs or the KV cache, whichever binds first)."""
+    burst = dataclasses.replace(workload, arrival_s=np.zeros(workload.num_requests))
+    unlimited = dataclasses.replace(config, max_num_queued_reqs=None, max_num_queued_tokens=None)
+    return int(np.max(run_timed(unlimited, burst, dep).num_running))
 
 
 def prefill_tokens_per_s(config: SchedulerConfig, dep: Any) -> float:

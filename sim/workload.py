@@ -9,6 +9,7 @@ module imports neither.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,6 +46,29 @@ class Workload:
     @property
     def num_requests(self) -> int:
         return int(self.prompt_tokens.shape[0])
+
+    def take(self, index: np.ndarray) -> Workload:
+        """The requests at `index`, in that order, as a workload of their own (a replica's
+        share of a stream, say)."""
+        if self.concurrency is not None:
+            raise SimInputError("a closed-loop workload cannot be split: its run sends them")
+        idx = np.asarray(index, dtype=np.int64)
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.asarray(a)[idx]
+
+        return dataclasses.replace(
+            self,
+            prompt_tokens=pick(self.prompt_tokens),
+            output_tokens=pick(self.output_tokens),
+            arrival_s=pick(self.arrival_s),
+            arrival_step=pick(self.arrival_step),
+            priority=pick(self.priority),
+            tenant=pick(self.tenant),
+            prefix_id=pick(self.prefix_id),
+            prefix_tokens=pick(self.prefix_tokens),
+            request_ids=tuple(self.request_ids[i] for i in idx.tolist()),
+        )
 
     @classmethod
     def build(

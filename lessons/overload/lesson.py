@@ -29,6 +29,7 @@ from sim.generators import WorkloadSpec
 from sim.models import kv_pool
 from sim.overload import (
     capacity_req_per_s,
+    full_batch,
     poisson_at,
     prefill_tokens_per_s,
     queued_tokens_limit,
@@ -118,9 +119,7 @@ class Probe:
 def probe(gpu: str, model: str, tp: int, dtype: str) -> Probe:
     """The run's size (WAVES full batches) and the capacity of those requests."""
     dep, config = _dep(gpu, model, tp, dtype)
-    burst = poisson_at(recipe(PROBE), 1.0)
-    first = run_timed(config, dataclasses.replace(burst, arrival_s=np.zeros(PROBE)), dep)
-    full = int(first.num_running.max())
+    full = full_batch(config, poisson_at(recipe(PROBE), 1.0), dep)
     n = int(np.clip(WAVES * full, MIN_REQUESTS, MAX_REQUESTS)) // 100 * 100
     wl = poisson_at(recipe(n), 1.0)
     capacity = capacity_req_per_s(config, wl, dep, trim=TRIM)

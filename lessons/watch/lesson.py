@@ -1,0 +1,324 @@
+"""Lesson "What to watch": its controls (Params), six dashboards, and build(p) -> Readout.
+
+A dashboard is one timed run read the way vLLM's metrics read it. Each of the first five shows
+one problem sign; the sixth is healthy. Every dashboard runs on the learner's deployment, with
+max_num_seqs capped at MAX_NUM_SEQS and a budget the ITL target allows (the largest whose step,
+with a full batch decoding, meets the target; from the cost model). Its run holds WAVES full
+batches, and its load is a share of the capacity the same requests give when all are queued at
+once (sim.overload). Each has a fix, run the same way:
+
+- overload: chat at 150% of capacity; the fix is a second replica (each sees half the stream);
+- cache: long answers in a cache squeezed to SQUEEZE full sequences per seat cap; the fix doubles
+  it (a higher gpu_memory_utilization, or a second GPU);
+- budget: a tenth of the prompts are long, with a budget of BIG_BUDGET tokens; the fix is the
+  budget the ITL target allows;
+- routing: twelve system prompts in a cache that holds about half of them, on one of two
+  replicas that share the stream at random; the fix routes each system prompt to one replica;
+- benchmark: a benchmark with uniform prompts at 70% of its capacity; the fix is the same rate
+  with a long tail of prompts (the same median), which is what users send;
+- healthy: chat at 60% of capacity; nothing to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from lessons.kit import shared
+from lessons.kit.controls import Choice, Steps, Toggle, control
+from lessons.kit.selection import selection
+from lessons.watch.readout import Dash, Readout, Signs
+from sim.cost import Deployment, step_ms
+from sim.generators import WorkloadSpec
+from sim.metrics import kv_usage, summarize
+from sim.models import kv_pool
+from sim.overload import capacity_req_per_s, full_batch, poisson_at
+from sim.run import Run
+from sim.timed import config_for, run_timed
+from sim.workload import Workload
+
+PREFIX = "wch"
+OWN_VALUES = ("labels", "frame-", "predict-revealed", "preset-")
+PRESETS = ("overload", "cache", "budget", "routing", "benchmark", "healthy")
+TARGETS_MS = (25, 50, 100, 200, 400)
+TTFT_TARGET_S = 2.0
+SEED = 11
+MAX_MODEL_LEN = 16_384
+MAX_NUM_SEQS = 128
+BIG_BUDGET = 16_384
+PROBE = 300
+WAVES = 6
+MIN_REQUESTS, MAX_REQUESTS = 300, 1_200
+TRIM = 0.1
+FALLBACK_BLOCKS = 1_970
+PREFIX_TOKENS = 2_048
+SYSTEM_PROMPTS = 12
+WAITING_BAND = MAX_NUM_SEQS // 20  # "waiting near zero": at most this many
+KV_BAND_PCT = 90
+PINNED_PCT = 95
+POINTS = 60  # dashboard points (and frames)
+CONTEXT = 2_000  # tokens each decoding request attends to, for the budget's step
+
+
+def preset_name(key: str) -> str:
+    """A dashboard as the lesson shows it (and a link carries it)."""
+    return {"healthy": "Healthy"}.get(key, f"Dashboard {PRESETS.index(key) + 1}")
+
+
+@dataclass(frozen=True)
+class Params(shared.Deployment):
+    """Everything the lesson's controls set."""
+
+    preset: str = control(
+        "overload",
+        Choice("Dashboard", options=PRESETS, format=preset_name, main=True),
+    )
+    fixed: bool = control(
+        False,
+        Toggle("Apply the fix", key="fix", main=True, help="Runs the same requests with the fix."),
+    )
+    itl_target_ms: int = control(
+        100, Steps("ITL target (ms)", key="itl", options=TARGETS_MS, main=True)
+    )
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One dashboard's run: its config, its requests and their arrival rate."""
+
+    config: object
+    workload: Workload
+    rate_per_s: float
+    capacity_req_per_s: float
+
+
+def _spec(n: int, **extra) -> WorkloadSpec:
+    lengths = {"prompt": "lognormal:800:0.8", "output": "lognormal:120:0.5", **extra}
+    return WorkloadSpec("poisson", n, 1.0, seed=SEED, prompt_max=MAX_MODEL_LEN - 1, **lengths)
+
+
+def budget_for(dep: Deployment, target_ms: float) -> int:
+    """The largest budget (multiple of 256, at least 256) whose step meets the target with a
+    full batch decoding at CONTEXT tokens of context and the rest of the budget a prompt chunk."""
+    grid = np.arange(256, BIG_BUDGET + 1, 256)
+    seqs = np.full(grid.shape, MAX_NUM_SEQS + 1)
+    ctx = MAX_NUM_SEQS * CONTEXT
+    ms = step_ms(dep, grid, seqs, np.full(grid.shape, ctx), None)
+    ok = grid[ms <= target_ms]
+    return int(ok.max()) if ok.size else 256
+
+
+def _config(dep: Deployment, fits: bool, budget: int, **extra):
+    return config_for(
+        dep,
+        max_model_len=MAX_MODEL_LEN,
+        max_num_seqs=MAX_NUM_SEQS,
+        max_num_batched_tokens=budget,
+        num_gpu_blocks=None if fits else FALLBACK_BLOCKS,
+        enable_prefix_caching=True,
+        **extra,
+    )
+
+
+def _sized(config, dep: Deployment, **lengths) -> tuple[WorkloadSpec, float]:
+    """The recipe sized to WAVES full batches, and the capacity of its requests."""
+    full = full_batch(config, poisson_at(_spec(PROBE, **lengths), 1.0), dep)
+    n = int(np.clip(WAVES * full, MIN_REQUESTS, MAX_REQUESTS)) // 100 * 100
+    spec = _spec(n, **lengths)
+    return spec, capacity_req_per_s(config, poisson_at(spec, 1.0), dep, trim=TRIM)
+
+
+def _at(spec: WorkloadSpec, rate: float) -> Workload:
+    return poisson_at(spec, rate, max_model_len=MAX_MODEL_LEN)
+
+
+@lru_cache(maxsize=64)
+def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
+    """The config, requests and rate of one dashboard, with or without its fix."""
+    dep = Deployment(*key[:2], tp=key[2], dtype=key[3])
+    fits = kv_pool(key[0], key[1], tp=key[2], dtype=key[3]).fits
+    budget = budget_for(dep, target_ms)
+    base = _config(dep, fits, budget)
+    if preset in ("overload", "healthy"):
+        spec, cap = _sized(base, dep, prefix_tokens=1_024)
+        load = {"overload": 0.75 if fixed else 1.5, "healthy": 0.6}[preset]
+        return Setup(base, _at(spec, cap * load), cap * load, cap)
+    if preset == "cache":
+        lengths = {"output": "lognormal:600:0.4"}
+        seq_blocks = int(np.ceil((800 + 600) / base.block_size))
+        blocks = MAX_NUM_SEQS // 4 * seq_blocks  # a quarter of the seats' worth
+        squeezed = dataclasses.replace(base, num_gpu_blocks=blocks)
+        spec, cap = _sized(squeezed, dep, **lengths)
+        config = dataclasses.replace(squeezed, num_gpu_blocks=2 * blocks) if fixed else squeezed
+        return Setup(config, _at(spec, cap), cap, cap)
+    if preset == "budget":
+        lengths = {
+            "interactive": 0.9,
+            "batch_prompt": "lognormal:12000:0.2",
+            "batch_output": "fixed:40",
+        }
+        big = dataclasses.replace(base, max_num_batched_tokens=BIG_BUDGET)
+        spec, cap = _sized(big, dep, **lengths)
+        return Setup(base if fixed else big, _at(spec, cap * 0.6), cap * 0.6, cap)
+    if preset == "routing":
+        lengths = {"prefix_tokens": PREFIX_TOKENS, "prefixes": SYSTEM_PROMPTS}
+        half = SYSTEM_PROMPTS // 2 * PREFIX_TOKENS // base.block_size
+        blocks = half + MAX_NUM_SEQS // 8 * int(np.ceil(920 / base.block_size))
+        small = dataclasses.replace(base, num_gpu_blocks=blocks)
+        spec, cap = _sized(small, dep, **lengths)
+        # two replicas share a stream twice as long, each at 80% of its capacity
+        stream = _at(dataclasses.replace(spec, n=2 * spec.n), 2 * cap * 0.8)
+        mine = (
+            stream.prefix_id < SYSTEM_PROMPTS // 2
+            if fixed
+            else np.arange(stream.num_requests) % 2 == 0
+        )
+        return Setup(small, stream.take(np.flatnonzero(mine)), cap * 0.8, cap)
+    if preset == "benchmark":
+        spec, cap = _sized(base, dep, prompt="fixed:800")
+        rate = cap * 0.7
+        if fixed:
+            spec = _spec(spec.n, prompt="longtail:800:1.2")
+        return Setup(base, _at(spec, rate), rate, cap)
+    raise KeyError(preset)
+
+
+@lru_cache(maxsize=64)
+def run_for(key: tuple, target_ms: int, preset: str, fixed: bool) -> Run:
+    """The timed run of one dashboard."""
+    s = setup(key, target_ms, preset, fixed)
+    dep = Deployment(*key[:2], tp=key[2], dtype=key[3])
+    return run_timed(s.config, s.workload, dep)
+
+
+def _key(p: Params) -> tuple:
+    return (p.gpu, p.model, p.tp, p.dtype)
+
+
+def signs(run: Run, target_ms: float) -> Signs:
+    """A run's readings and which problem signs they show."""
+    out = summarize(run)
+    wl = run.workload
+    kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
+    starts = np.asarray(run.step_start_s)
+    at = np.searchsorted(starts, np.quantile(run.arrival_s, [0.25, 0.75, 1.0])) - 1
+    quarter, three, end = (int(run.num_waiting[max(k, 0)]) for k in at)
+    hit = float(run.num_prefix_hit_tokens.sum() / wl.prompt_tokens.sum() * 100)
+    shared = float(np.where(wl.prefix_id >= 0, wl.prefix_tokens, 0).sum() / wl.prompt_tokens.sum())
+    step_max = float(run.step_ms.max())
+    grows = end > 4 * WAITING_BAND and three > quarter
+    pinned = float(np.mean(kv >= PINNED_PCT) * 100)
+    is_pinned = pinned >= 20 and run.total_preemptions > 0
+    spikes = step_max > 2 * target_ms
+    low = shared * 100 >= 30 and hit < 0.75 * shared * 100
+    return Signs(
+        ttft_p50_s=out["ttft_ms"]["p50"] / 1e3,
+        ttft_p99_s=out["ttft_ms"]["p99"] / 1e3,
+        itl_p50_ms=out["itl_ms"]["p50"],
+        itl_p99_ms=out["itl_ms"]["p99"],
+        hit_pct=hit,
+        shared_pct=shared * 100,
+        preemptions=run.total_preemptions,
+        recomputed=int(run.num_recomputed_tokens.sum()),
+        waiting_end=end,
+        peak_waiting=int(run.num_waiting.max()),
+        kv95_pct=pinned,
+        step_p50_ms=float(np.median(run.step_ms)),
+        step_max_ms=step_max,
+        waiting_grows=bool(grows),
+        kv_pinned=bool(is_pinned),
+        step_spikes=bool(spikes),
+        low_hits=bool(low),
+        any_sign=bool(grows or is_pinned or spikes or low),
+    )
+
+
+def dash(run: Run) -> Dash:
+    """The run on POINTS times: gauges after the last step begun by each, and over each
+    interval the fullest cache, the longest step and the preemptions so far."""
+    starts = np.asarray(run.step_start_s)
+    end = float(starts[-1] + run.step_ms[-1] / 1e3)
+    grid = np.linspace(end / POINTS, end, POINTS)
+    k = np.searchsorted(starts, grid, side="right") - 1  # last step begun by each time
+    cut = np.concatenate(([0], k + 1))
+    kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
+    per = np.repeat(np.arange(POINTS), np.diff(cut))  # each step's interval
+    kv_max = np.zeros(POINTS)
+    np.maximum.at(kv_max, per, kv[: cut[-1]])
+    step_max = np.zeros(POINTS)
+    np.maximum.at(step_max, per, np.asarray(run.step_ms)[: cut[-1]])
+    return Dash(
+        time_s=grid,
+        running=np.asarray(run.num_running)[k],
+        waiting=np.asarray(run.num_waiting)[k],
+        kv_pct=kv_max,
+        step_ms=step_max,
+        preemptions=np.cumsum(np.asarray(run.num_preempted))[k],
+    )
+
+
+def build(p: Params) -> Readout:
+    """The dashboard of one setting, its fix, and what the text compares."""
+    key = _key(p)
+    problem_setup, fix_setup = (setup(key, p.itl_target_ms, p.preset, f) for f in (False, True))
+    runs = [run_for(key, p.itl_target_ms, p.preset, f) for f in (False, True)]
+    bad, good = (signs(r, p.itl_target_ms) for r in runs)
+    shown = fix_setup if p.fixed else problem_setup
+    now = good if p.fixed else bad
+    dep = Deployment(*key[:2], tp=key[2], dtype=key[3])
+    fix_budget = budget_for(dep, p.itl_target_ms)
+    decode_ms = step_ms(dep, [MAX_NUM_SEQS], [MAX_NUM_SEQS], [MAX_NUM_SEQS * CONTEXT], None)[0]
+    return Readout(
+        **selection(p, dtype=p.dtype),
+        preset=preset_name(p.preset),
+        preset_key=p.preset,
+        fixed=p.fixed,
+        itl_target_ms=p.itl_target_ms,
+        ttft_target_s=TTFT_TARGET_S,
+        waiting_band=WAITING_BAND,
+        budget=shown.config.max_num_batched_tokens,
+        fix_budget=fix_budget,
+        big_budget=BIG_BUDGET,
+        max_num_seqs=MAX_NUM_SEQS,
+        num_gpu_blocks=problem_setup.config.num_gpu_blocks,
+        fix_blocks=fix_setup.config.num_gpu_blocks,
+        requests=shown.workload.num_requests,
+        rate_per_s=shown.rate_per_s,
+        capacity_req_per_s=shown.capacity_req_per_s,
+        load_pct=shown.rate_per_s / shown.capacity_req_per_s * 100,
+        p_load_pct=problem_setup.rate_per_s / problem_setup.capacity_req_per_s * 100,
+        weights_fit=kv_pool(p.gpu, p.model, tp=p.tp, dtype=p.dtype).fits,
+        target_reachable=bool(decode_ms <= p.itl_target_ms),
+        dash=dash(runs[int(p.fixed)]),
+        now_ttft_p99_s=now.ttft_p99_s,
+        now_itl_p99_ms=now.itl_p99_ms,
+        now_hit_pct=now.hit_pct,
+        now_preemptions=now.preemptions,
+        now_waiting_end=now.waiting_end,
+        now_kv95_pct=now.kv95_pct,
+        now_step_max_ms=now.step_max_ms,
+        now_healthy=not now.any_sign,
+        problem=bad,
+        fix=good,
+        p_waiting_end=bad.waiting_end,
+        f_waiting_end=good.waiting_end,
+        p_ttft_p99_s=bad.ttft_p99_s,
+        f_ttft_p99_s=good.ttft_p99_s,
+        p_kv95_pct=bad.kv95_pct,
+        f_kv95_pct=good.kv95_pct,
+        p_preemptions=bad.preemptions,
+        f_preemptions=good.preemptions,
+        p_recomputed=bad.recomputed,
+        p_step_max_ms=bad.step_max_ms,
+        f_step_max_ms=good.step_max_ms,
+        p_itl_p99_ms=bad.itl_p99_ms,
+        f_itl_p99_ms=good.itl_p99_ms,
+        p_hit_pct=bad.hit_pct,
+        f_hit_pct=good.hit_pct,
+        shared_pct=bad.shared_pct,
+        benchmark_overloaded=p.fixed and p.preset == "benchmark" and good.waiting_grows,
+        tail_hidden=bool(bad.ttft_p99_s <= TTFT_TARGET_S and good.ttft_p99_s > 3 * bad.ttft_p99_s),
+    )

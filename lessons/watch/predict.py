@@ -1,0 +1,42 @@
+"""The lesson's predict-then-reveal question, answered by the run the lesson opens with.
+
+quiz.toml marks it `computed = "waiting_end"`: how many requests wait at the last arrival on
+Dashboard 1 (lesson.Params())? The choices are the run's answer and three counts a wrong model
+of overload gives: none (the queue drains), a quarter and three times as many.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from lessons.quiz.bank import Bank
+from lessons.watch import lesson
+from lessons.watch.figures import labels
+
+
+@cache
+def answers() -> dict:
+    """The opening run's count, its setting, and the choices (the answer first)."""
+    r = lesson.build(lesson.Params())
+    n = r.p_waiting_end
+    words = labels()
+    wrong = [0, max(n // 4, 1), 3 * n]
+    wrong = [w for w in dict.fromkeys(wrong) if w != n][:3]
+    choices = [words["choice"].format(value=v) for v in (n, *wrong)]
+    return {
+        "answer": n,
+        "requests": r.requests,
+        "load_pct": r.load_pct,
+        "choices": tuple(choices),
+    }
+
+
+@cache
+def _filled(bank: Bank) -> Bank:
+    facts = answers()
+    return bank.filled({"waiting_end": facts["choices"]}, facts)
+
+
+def filled(bank: Bank) -> Bank:
+    """The bank with its computed question filled from the opening run."""
+    return _filled(bank)

@@ -1,0 +1,102 @@
+"""What the lesson "What to watch" shows, by name: one dashboard (a run read as vLLM's metrics
+read it), the same requests with the fix, and the signs each shows. Computed in lesson.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lessons.kit.selection import Selection
+
+
+@dataclass(frozen=True, eq=False)
+class Dash:
+    """One run's metrics on a time grid: gauges as scraped at each point, step time and
+    preemptions over the interval up to it."""
+
+    time_s: np.ndarray
+    running: np.ndarray  # vllm:num_requests_running
+    waiting: np.ndarray  # vllm:num_requests_waiting
+    kv_pct: np.ndarray  # vllm:kv_cache_usage_perc, the highest in the interval (%)
+    step_ms: np.ndarray  # the longest step in the interval (0 if none)
+    preemptions: np.ndarray  # vllm:num_preemptions, cumulative
+
+
+@dataclass(frozen=True, eq=False)
+class Signs:
+    """One run's readings and the problem signs they show (the lesson's bands)."""
+
+    ttft_p50_s: float
+    ttft_p99_s: float
+    itl_p50_ms: float
+    itl_p99_ms: float
+    hit_pct: float  # vllm:prefix_cache_hits / vllm:prefix_cache_queries
+    shared_pct: float  # share of prompt tokens that are a shared system prompt
+    preemptions: int
+    recomputed: int  # prompt tokens computed again after preemptions
+    waiting_end: int  # waiting when the last request arrives
+    peak_waiting: int
+    kv95_pct: float  # share of steps with the cache 95% full or more
+    step_p50_ms: float
+    step_max_ms: float
+    waiting_grows: bool
+    kv_pinned: bool
+    step_spikes: bool
+    low_hits: bool
+    any_sign: bool
+
+
+@dataclass(frozen=True, eq=False)
+class Readout(Selection):
+    preset: str  # as shown
+    preset_key: str
+    fixed: bool
+    itl_target_ms: int
+    ttft_target_s: float
+    waiting_band: int
+    budget: int
+    fix_budget: int  # the budget the ITL target allows
+    big_budget: int
+    max_num_seqs: int
+    num_gpu_blocks: int
+    fix_blocks: int
+    requests: int
+    rate_per_s: float
+    capacity_req_per_s: float
+    load_pct: float
+    p_load_pct: float  # the load before the fix
+    weights_fit: bool
+    target_reachable: bool  # a decode-only full batch meets the ITL target
+    # the dashboard shown (the fix's if `fixed`) and the two runs' readings
+    dash: Dash
+    # the shown run's readings (the tiles and the alt text)
+    now_ttft_p99_s: float
+    now_itl_p99_ms: float
+    now_hit_pct: float
+    now_preemptions: int
+    now_waiting_end: int
+    now_kv95_pct: float
+    now_step_max_ms: float
+    now_healthy: bool
+    problem: Signs
+    fix: Signs
+    # the text's comparisons
+    p_waiting_end: int
+    f_waiting_end: int
+    p_ttft_p99_s: float
+    f_ttft_p99_s: float
+    p_kv95_pct: float
+    f_kv95_pct: float
+    p_preemptions: int
+    f_preemptions: int
+    p_recomputed: int
+    p_step_max_ms: float
+    f_step_max_ms: float
+    p_itl_p99_ms: float
+    f_itl_p99_ms: float
+    p_hit_pct: float
+    f_hit_pct: float
+    shared_pct: float
+    benchmark_overloaded: bool  # the benchmark preset's fix (real traffic) shows the queue grow
+    tail_hidden: bool  # the benchmark meets the TTFT target, the long tail is 3x or worse

@@ -1,0 +1,35 @@
+"""Lesson page "What to watch": controls -> build -> Readout -> the prediction, then one
+dashboard (a run read as vLLM's metrics read it), its diagnosis once the fix is on, and the
+common mistakes (lessons/watch)."""
+
+import streamlit as st
+
+from lessons.watch import figures, lesson, predict
+from ui.lesson_page import LessonPage
+from ui.predict import predict_box
+
+page = LessonPage("watch", lesson.Params, lesson.PREFIX)
+# Shared, read-only: the Readout holds the run's arrays (lesson.run_for caches the runs).
+readout = st.cache_resource(lesson.build, show_spinner=False, max_entries=32)
+
+page.say(None, "title", "intro")
+
+
+@st.fragment
+def lab() -> None:
+    p = page.controls([["gpu", "model", "dtype", "tp"], ["preset", "fixed", "itl_target_ms"]])
+    with st.spinner(page.text("running")):
+        r = readout(p)
+    page.say(r, "controls-note")
+    page.warn(r, "no-fit", icon=":material/memory:")
+    page.warn(r, "unreachable", icon=":material/timer:")
+    page.say(r, f"preset-{r.preset_key}", "ask", f"fix-{r.preset_key}", "benchmark-overloaded")
+    page.metrics(r)
+    page.say(r, "healthy-now")
+    page.chart(figures.dashboard(r), r, "dashboard")
+    page.say(r, "bands", "mistakes", "takeaway")
+
+
+predict_box(page, predict.answers())
+lab()
+page.footer()

@@ -1,0 +1,185 @@
+"""Lesson "What to watch": each dashboard shows the sign it claims, by value, and its fix clears it.
+
+Why: the lesson asks learners to diagnose dashboards, so a dashboard that does not show its
+problem (or shows another) teaches the wrong thing. The signs are checked here from the runs'
+own arrays, on the opening GPU and on a slow one; the dashboard's points must be the run's
+gauges; the fix must be what the text says it is; and every control must move the page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.controls import declared
+from lessons.watch import exercise, figures, predict
+from lessons.watch import lesson as wch
+from lessons.watch.lesson import PRESETS, Params, build, run_for, setup
+from sim.cost import Deployment, step_ms
+from sim.metrics import kv_usage
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
+
+PAGE = "pages/lesson_watch.py"
+TEXT = lesson("watch").text_path
+TARGET = Params().itl_target_ms
+SIGN = {
+    "overload": "waiting_grows",
+    "cache": "kv_pinned",
+    "budget": "step_spikes",
+    "routing": "low_hits",
+}
+SIGNS = ("waiting_grows", "kv_pinned", "step_spikes", "low_hits")
+
+
+def _key(gpu: str) -> tuple:
+    p = Params()
+    return (gpu, p.model, p.tp, p.dtype)
+
+
+def _shown(signs) -> set[str]:
+    return {name for name in SIGNS if getattr(signs, name)}
+
+
+@pytest.mark.parametrize("gpu", ["H100-SXM", "L4"])
+@pytest.mark.parametrize("preset", PRESETS)
+def test_each_dashboard_shows_its_sign_and_the_fix_clears_it(preset, gpu):
+    r = build(dataclasses.replace(Params(), preset=preset, gpu=gpu))
+    if preset in SIGN:
+        assert _shown(r.problem) == {SIGN[preset]}, preset
+        assert _shown(r.fix) == set(), preset
+    elif preset == "benchmark":  # the uniform test looks healthy; the long tail does not
+        assert _shown(r.problem) == set() and r.tail_hidden
+        assert r.p_ttft_p99_s <= wch.TTFT_TARGET_S < r.f_ttft_p99_s
+    else:
+        assert _shown(r.problem) == _shown(r.fix) == set()
+
+
+def _ttft_p99(run) -> float:
+    done = ~np.isnan(run.first_token_s)
+    return float(np.percentile((run.first_token_s - run.arrival_s)[done], 99))
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_readings_are_the_runs_own(preset):
+    r = build(dataclasses.replace(Params(), preset=preset))
+    for fixed, signs in ((False, r.problem), (True, r.fix)):
+        run = run_for(_key(Params().gpu), TARGET, preset, fixed)
+        wl = run.workload
+        assert signs.ttft_p99_s == pytest.approx(_ttft_p99(run))
+        assert signs.preemptions == int(run.num_preempted.sum())
+        hits = run.num_prefix_hit_tokens.sum() / wl.prompt_tokens.sum() * 100
+        assert signs.hit_pct == pytest.approx(hits)
+        last = np.flatnonzero(run.step_start_s <= run.arrival_s.max())[-1]
+        assert signs.waiting_end == run.num_waiting[last]
+        kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable)
+        assert signs.kv95_pct == pytest.approx(np.mean(kv >= 0.95) * 100)
+        assert signs.step_max_ms == pytest.approx(run.step_ms.max())
+
+
+def test_the_dashboard_points_are_the_runs_gauges():
+    r = build(Params())
+    run = run_for(_key(Params().gpu), TARGET, "overload", False)
+    d = r.dash
+    kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
+    before = 0.0
+    for k in (0, 10, len(d.time_s) // 2, len(d.time_s) - 1):
+        begun = np.flatnonzero(run.step_start_s <= d.time_s[k])
+        assert d.waiting[k] == run.num_waiting[begun[-1]]
+        assert d.running[k] == run.num_running[begun[-1]]
+        assert d.preemptions[k] == run.num_preempted[: begun[-1] + 1].sum()
+        lo = d.time_s[k - 1] if k else before
+        inside = (run.step_start_s > lo) & (run.step_start_s <= d.time_s[k])
+        if k == 0:
+            inside = run.step_start_s <= d.time_s[0]
+        if inside.any():
+            assert d.kv_pct[k] == pytest.approx(kv[inside].max())
+            assert d.step_ms[k] == pytest.approx(run.step_ms[inside].max())
+    figure = figures.dashboard(r)
+    assert len(figure["frames"]) == wch.POINTS
+    last = figure["frames"][-1]["data"]
+    assert last[1]["y"] == d.waiting.tolist() and last[2]["y"] == d.kv_pct.tolist()
+    bands = [s["y1"] for s in figure["layout"]["shapes"]]
+    assert bands == [r.waiting_band, 90, r.itl_target_ms, 0.5]
+
+
+def test_the_fixes_are_what_the_text_says():
+    key = _key(Params().gpu)
+    over = (setup(key, TARGET, "overload", False), setup(key, TARGET, "overload", True))
+    assert over[1].rate_per_s == pytest.approx(over[0].rate_per_s / 2)  # a second replica
+    cache = (setup(key, TARGET, "cache", False), setup(key, TARGET, "cache", True))
+    assert cache[1].config.num_gpu_blocks == 2 * cache[0].config.num_gpu_blocks
+    big, fit = setup(key, TARGET, "budget", False), setup(key, TARGET, "budget", True)
+    assert big.config.max_num_batched_tokens == wch.BIG_BUDGET
+    assert fit.config.max_num_batched_tokens == wch.budget_for(Deployment(*key[:2]), TARGET)
+    np.testing.assert_array_equal(big.workload.prompt_tokens, fit.workload.prompt_tokens)
+    rand, routed = setup(key, TARGET, "routing", False), setup(key, TARGET, "routing", True)
+    assert set(routed.workload.prefix_id.tolist()) == set(range(wch.SYSTEM_PROMPTS // 2))
+    assert len(set(rand.workload.prefix_id.tolist())) == wch.SYSTEM_PROMPTS
+    bench, real = setup(key, TARGET, "benchmark", False), setup(key, TARGET, "benchmark", True)
+    assert len(set(bench.workload.prompt_tokens.tolist())) == 1
+    assert real.rate_per_s == bench.rate_per_s
+    assert real.workload.prompt_tokens.max() > 5 * bench.workload.prompt_tokens.max()
+
+
+def test_the_budget_is_the_largest_the_target_allows():
+    dep = Deployment("H100-SXM", "Llama-3.1-8B")
+    budget = wch.budget_for(dep, TARGET)
+    seqs, ctx = wch.MAX_NUM_SEQS + 1, wch.MAX_NUM_SEQS * wch.CONTEXT
+    at, above = step_ms(dep, [budget, budget + 256], [seqs, seqs], [ctx, ctx], None)
+    assert at <= TARGET < above
+
+
+def test_the_prediction_is_the_opening_runs_answer():
+    r = build(Params())
+    facts = predict.answers()
+    assert facts["answer"] == r.p_waiting_end > 0
+    q = lesson("watch").bank().question("predict_waiting")
+    assert q.correct_choice == f"About {r.p_waiting_end:,} requests"
+    assert len(set(q.choices)) == len(q.choices) == 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 7])
+def test_the_exercise_is_whole_blocks_of_the_system_prompt(seed):
+    drawn = exercise.hit_rate(seed)
+    p = drawn.params
+    full = p["system"] // exercise.BLOCK * exercise.BLOCK
+    want = (p["count"] - 1) * full / (p["count"] * (p["system"] + p["own"])) * 100
+    assert drawn.answer == pytest.approx(want, abs=0.05)
+    assert f"{drawn.answer:.1f}%" in drawn.solution
+
+
+def test_quiz_grades_and_awards_xp_once():
+    assert_quiz_awards_xp_once(PAGE, "watch", "diagnose_1")
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+CHANGES = {"preset": "cache", "fixed": True, "itl_target_ms": 200}
+
+
+@pytest.mark.parametrize("name", [d.name for d in declared(Params) if d.name in CHANGES])
+def test_every_control_moves_the_page(name):
+    d = next(d for d in declared(Params) if d.name == name)
+    at = run_page(PAGE, query={d.url_key(wch.PREFIX): d.spec.to_url(CHANGES[name])}, timeout=180)
+    r = build(dataclasses.replace(Params(), **{name: CHANGES[name]}))
+    want = dict(story.metrics(TEXT, "metrics", r))
+    assert {k: _metrics(at)[k] for k in want} == want, name
+    frames = charts(at)[0]["frames"]
+    assert frames[-1]["data"][1]["y"] == r.dash.waiting.tolist()
+    diagnosis = "The cause:" in " ".join(m.value for m in at.markdown)
+    assert diagnosis == (name == "fixed")  # the cause is told only once the fix is on
+
+
+def test_a_bad_link_value_is_reported_and_the_default_used():
+    at = run_page(PAGE, query={"wch-preset": "Dashboard 9", "wch-itl": "7"}, timeout=180)
+    assert not at.exception
+    warned = " ".join(w.value for w in at.warning)
+    assert "Dashboard 9" in warned and "7" in warned
+    want = dict(story.metrics(TEXT, "metrics", build(Params())))
+    assert {k: _metrics(at)[k] for k in want} == want
