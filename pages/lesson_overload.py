@@ -30,6 +30,7 @@ def lab() -> None:
     page.chart(figures.limits(r), r, "limits")
     page.say(r, "goodput", "limit-gains")
     page.chart(figures.goodput(r), r, "goodput")
+    page.say(r, "gateway", "gateway-timeout")
     page.say(r, "signals")
     page.chart(figures.signals(r), r, "signals")
     page.say(r, "takeaway")

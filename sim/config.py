@@ -40,6 +40,8 @@ class SchedulerConfig:
     # vLLM's admission limits (checked by its API server on arrival, sim/admission.py); None: off
     max_num_queued_reqs: int | None = None
     max_num_queued_tokens: int | None = None
+    # a gateway's queue timeout in seconds (a teaching model, not vLLM: sim/gateway.py); None: off
+    gateway_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "block_size"):
@@ -62,6 +64,11 @@ class SchedulerConfig:
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
                 raise SimInputError(f"{name} must be an integer >= 0 or None, got {value!r}")
+        t = self.gateway_timeout_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float) or not t > 0):
+            raise SimInputError(f"gateway_timeout_s must be a number of seconds > 0, got {t!r}")
+        if t is not None and not np.isfinite(t):
+            raise SimInputError(f"gateway_timeout_s must be finite, got {t!r}")
         if not isinstance(self.async_scheduling, bool | np.bool_):
             raise SimInputError(
                 f"async_scheduling must be true or false, got {self.async_scheduling!r}"

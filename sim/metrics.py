@@ -350,7 +350,8 @@ def summarize(
 
     Keys: timed, num_requests, num_finished, num_steps, num_output_tokens (sampled),
     total_preemptions, total_recomputed_tokens, peak_kv_usage, mean_kv_usage (over steps),
-    rejected_requests (total and per admission limit: num_finished + total = num_requests);
+    rejected_requests (total and per admission limit: num_finished + total = num_requests, plus
+    timed_out_requests when a gateway timeout is set, sim/gateway.py);
     time (None in step replays): makespan_s, ttft_ms, itl_ms, tpot_ms, e2e_s (each a dict
     p50/p90/p99/max/mean), output_tokens_per_s, total_tokens_per_s, scheduled_tokens_per_s,
     mean_step_ms; steps (None in timed runs): ttft_steps, itl_steps, e2e_steps (dicts),
@@ -374,6 +375,9 @@ def summarize(
         "mean_kv_usage": float(usage.mean()) if usage.size else 0.0,
         "rejected_requests": rejected_counts(run.rejected),
     }
+    timed_out = getattr(run, "timed_out", None)
+    if timed_out is not None:
+        out["timed_out_requests"] = int(np.count_nonzero(timed_out))
     none4 = percentiles(np.empty(0))
     if run.timed:
         sent = np.asarray(run.arrival_s, dtype=np.float64)

@@ -80,6 +80,8 @@ class Run:
     detail: list[StepDetail] | None = field(default=None)
     # per request: 0 admitted, else the admission limit that refused it (sim/admission.py)
     rejected: np.ndarray | None = field(default=None)
+    # per request: True if a gateway's queue timeout cut it off (sim/gateway.py); None: no timeout
+    timed_out: np.ndarray | None = field(default=None)
     blocks: BlockTrace | None = field(default=None)  # block tables per step (trace_blocks)
 
     @property

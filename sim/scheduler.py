@@ -38,6 +38,7 @@ from sim.blocks import BlockTraceLog
 from sim.closed_loop import ClosedLoopMixin
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
+from sim.gateway import GatewayMixin
 from sim.kv import PrefixCachePool, cdiv
 from sim.policy import Policy, make_policy
 from sim.quiet import QuietRunMixin
@@ -153,7 +154,7 @@ def prepare(workload: Workload, policy: str, timed: bool) -> Prepared:
     return Prepared(order, arrival_key[order], pol)
 
 
-class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
+class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMixin):
     """The scheduler state of one run and the step loop. Use `run_steps` / `sim.timed.run_timed`."""
 
     def __init__(
@@ -245,6 +246,17 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
         self.num_rejected = 0
         self.num_admitted = 0
         self.admitted_prompt = 0
+        # a gateway's queue timeout (sim/gateway.py): never-started requests cut off in time
+        self.timeout_s = config.gateway_timeout_s
+        self.timed_out = np.zeros(n, dtype=bool)
+        self.num_timed_out = 0
+        if self.timeout_s is not None:
+            if not self.timed or self.closed is not None:
+                raise SimInputError(
+                    "gateway_timeout_s needs a timed run of an open-loop workload (arrivals in "
+                    "seconds)"
+                )
+            self.deadline_s = np.asarray(workload.arrival_s, dtype=np.float64) + self.timeout_s
         if config.admission_control and self.closed is not None:
             raise SimInputError(
                 "admission limits apply to open-loop workloads (a concurrency workload's clients "
@@ -668,13 +680,14 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
     def run(self) -> Run:
         t0 = time.perf_counter()
         n = self.n
-        while self.num_finished + self.num_rejected < n:
+        while self.num_finished + self.num_rejected + self.num_timed_out < n:
             if self.step >= self.max_steps:
                 if self.stop_at_max_steps:
                     break  # the recording harness's cap: stop, leave the rest unfinished
                 raise SimInputError(
                     f"the run did not finish within max_steps={self.max_steps} steps "
-                    f"({n - self.num_finished - self.num_rejected} requests unfinished)"
+                    f"({n - self.num_finished - self.num_rejected - self.num_timed_out} requests "
+                    "unfinished)"
                 )
             if self.timed and self.running.shape[0] == 0 and self.waiting.shape[0] == 0:
                 self.now_s = max(self.now_s, float(self._next_arrival()))
@@ -682,10 +695,15 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
                 if self._window():
                     continue
                 self._add_arrivals(self.now_s if self.timed else self.step + 1)
+                if self._expire():
+                    continue  # nothing left to run now: the loop's top jumps to the next arrival
                 self._general_step()
                 continue
             self._add_arrivals(self.now_s if self.timed else self.step + 1)
+            if self._expire():
+                continue
             quiet = self.batch_quiet_runs and not (self.policy.dynamic and self.waiting.shape[0])
+            quiet = quiet and not (self.timeout_s is not None and self._expiring().shape[0])
             m = self._quiet_length() if quiet else 0
             if m >= 2 or (m >= 1 and self.running.shape[0] == 0):
                 self._quiet_run(m)
@@ -737,6 +755,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin):
             scheduler_seconds=seconds,
             detail=self.detail,
             rejected=self.rejected,
+            timed_out=self.timed_out if self.timeout_s is not None else None,
             blocks=None if self.traced is None else self.traced.trace(self.cfg),
             **cols,
         )

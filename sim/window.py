@@ -156,6 +156,7 @@ class WindowMixin:
         else:
             guess = _EMPTY
         best = None
+        deadline = self._next_deadline(arr_ids)
         running = self._running_part(T, R, comp0)
         kv_r = _running_kv_read(running[0], comp0, running[2], T)
         for _ in range(ROUNDS):
@@ -178,6 +179,10 @@ class WindowMixin:
             ms = np.asarray(self.timer(*shapes), dtype=np.float64)
             ends = self.now_s + np.cumsum(ms) / 1e3
             starts = np.concatenate(([self.now_s], ends[:-1]))
+            if deadline < np.inf:  # a gateway timeout (sim/gateway.py): stop before it is due
+                stop = min(stop, int(np.searchsorted(starts, deadline, side="left")))
+                if stop <= 0:
+                    return 0
             landing = np.searchsorted(starts, arr_s, side="left")  # first step starting >= it
             n_a = int(np.searchsorted(landing, stop, side="left"))
             n_g = int(np.searchsorted(guess, stop, side="left"))  # guessed inside this plan

@@ -45,6 +45,7 @@ OWN_VALUES = ("labels", "frame-", "predict-revealed")
 LOADS = (50, 80, 100, 120, 150, 200)
 TARGETS_S = (1, 2, 3, 5, 10)
 HEALTHY_PCT = 80
+GATEWAY_PCT = 150  # the load at which the gateway's two designs are compared
 SEED = 3
 MAX_MODEL_LEN = 16_384
 PROBE = 300  # requests of the probe burst that finds the full batch
@@ -129,12 +130,27 @@ def probe(gpu: str, model: str, tp: int, dtype: str) -> Probe:
 
 @lru_cache(maxsize=64)
 def run_at(
-    gpu: str, model: str, tp: int, dtype: str, load: int, limit: int | None, policy: str
+    gpu: str,
+    model: str,
+    tp: int,
+    dtype: str,
+    load: int,
+    limit: int | None,
+    policy: str,
+    in_flight: int | None = None,
+    timeout_s: float | None = None,
 ) -> Run:
-    """The lesson's requests at `load` % of capacity, with max_num_queued_tokens = limit."""
+    """The lesson's requests at `load` % of capacity, with max_num_queued_tokens = limit; the
+    gateway's bound on requests in flight and its queue timeout, if given."""
     dep, config = _dep(gpu, model, tp, dtype)
     made = probe(gpu, model, tp, dtype)
-    config = dataclasses.replace(config, policy=policy, max_num_queued_tokens=limit)
+    config = dataclasses.replace(
+        config,
+        policy=policy,
+        max_num_queued_tokens=limit,
+        max_num_queued_reqs=in_flight,
+        gateway_timeout_s=timeout_s,
+    )
     wl = poisson_at(recipe(made.requests), made.capacity_req_per_s * load / 100)
     return run_timed(config, wl, dep)
 
@@ -160,6 +176,42 @@ def signals_at(key: tuple, load: int) -> tuple[Signals, tuple[float, float, floa
     means = tuple(float(table[name][on].mean()) for name in ("busy_pct", "compute_pct", "kv_pct"))
     columns = ("time_s", "busy_pct", "compute_pct", "kv_pct", "waiting")
     return Signals(*(table[name].to_numpy() for name in columns)), means
+
+
+def _served(run: Run, target_ms: float) -> dict[str, float]:
+    """Turned away (refused or timed out, %), TTFT p99 of the rest (s) and goodput (req/s)."""
+    row = sweep_row(run, 1.0, ttft_slo_ms=target_ms)
+    away = np.count_nonzero(run.rejected) + (
+        0 if run.timed_out is None else np.count_nonzero(run.timed_out)
+    )
+    return {
+        "away_pct": float(away / run.workload.num_requests * 100),
+        "p99_s": float(row["ttft_ms_p99"] / 1e3),
+        "goodput": float(row["goodput_req_per_s"]),
+    }
+
+
+@lru_cache(maxsize=32)
+def gateway(key: tuple, target_ms: float, limit: int) -> dict:
+    """Four ways of meeting GATEWAY_PCT % of capacity: no protection, vLLM's token limit, a
+    gateway bound on requests in flight (429) and a gateway queue timeout (504), as Readout
+    fields. The bound is Little's law: a full batch running plus capacity x target waiting."""
+    made = probe(*key)
+    in_flight = int(made.full_batch + made.capacity_req_per_s * target_ms / 1e3)
+    runs = {
+        "open": run_at(*key, GATEWAY_PCT, None, "fcfs"),
+        "vllm": run_at(*key, GATEWAY_PCT, limit, "fcfs"),
+        "bound": run_at(*key, GATEWAY_PCT, None, "fcfs", in_flight),
+        "timeout": run_at(*key, GATEWAY_PCT, None, "fcfs", None, target_ms / 1e3),
+    }
+    out: dict = {"gateway_pct": GATEWAY_PCT, "gateway_in_flight": in_flight}
+    for name, run in runs.items():
+        for field, value in _served(run, target_ms).items():
+            out[f"gw_{name}_{field}"] = value
+    best = max(runs, key=lambda name: out[f"gw_{name}_goodput"])
+    out["gw_best"] = best
+    out["gw_timeout_wins"] = best == "timeout"
+    return out
 
 
 def _waiting_on(grid: np.ndarray, run: Run) -> np.ndarray:
@@ -199,6 +251,7 @@ def build(p: Params) -> Readout:
         return float(table[name][at] * scale)
 
     lim_p99, peak_p99 = sel(bound, "ttft_ms_p99", 1e-3), sel(loose, "ttft_ms_p99", 1e-3)
+    gate = gateway(key, target_ms, limit)
     return Readout(
         **selection(p, dtype=p.dtype),
         weights_fit=made.weights_fit,
@@ -261,5 +314,6 @@ def build(p: Params) -> Readout:
         healthy_kv_pct=h_kv,
         healthy_peak_waiting=int(free["peak_waiting"][LOADS.index(HEALTHY_PCT)]),
         queue=_queue(*runs, run_at(*key, p.load_pct, limit, "fcfs")),
+        **gate,
         signals=sig,
     )

@@ -101,3 +101,20 @@ class Readout(Selection):
     healthy_peak_waiting: int
     queue: Queue
     signals: Signals
+    # at the gateway (a teaching model, not vLLM): four designs at gateway_pct % of capacity
+    gateway_pct: int
+    gateway_in_flight: int  # the bound on requests in flight (429 beyond)
+    gw_open_away_pct: float
+    gw_open_p99_s: float
+    gw_open_goodput: float
+    gw_vllm_away_pct: float
+    gw_vllm_p99_s: float
+    gw_vllm_goodput: float
+    gw_bound_away_pct: float
+    gw_bound_p99_s: float
+    gw_bound_goodput: float
+    gw_timeout_away_pct: float
+    gw_timeout_p99_s: float
+    gw_timeout_goodput: float
+    gw_best: str
+    gw_timeout_wins: bool

@@ -62,3 +62,41 @@ def test_the_address_bar_follows_the_controls(page: Page, app_url: str):
     page.wait_for_function("() => location.search.includes('cost-tokens=3072')", timeout=15_000)
     slider.press("ArrowLeft")
     page.wait_for_function("() => !location.search.includes('cost-tokens')", timeout=15_000)
+
+
+def _slider_is(page: Page, value: int) -> None:
+    page.wait_for_function(
+        "([i, v]) => document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active"
+        " === v",
+        arg=[ANIM, value],
+        timeout=15_000,
+    )
+
+
+def test_the_keyboard_steps_plays_and_pauses_the_animation_pointed_at(page: Page, app_url: str):
+    """The arrows step the animation last pointed at, and Space plays and pauses it."""
+    open_page(page, f"{app_url}/step-cost?cost-tokens=1", charts=3)
+    chart = page.locator(CHART).nth(ANIM)
+    chart.scroll_into_view_if_needed()
+    page.keyboard.press("ArrowRight")  # no animation pointed at yet: nothing moves
+    page.wait_for_timeout(500)
+    assert chart_state(page, ANIM)["slider"] == 0
+    chart.hover()
+    for want in (1, 2):
+        page.keyboard.press("ArrowRight")
+        _slider_is(page, want)
+    page.keyboard.press("ArrowLeft")
+    _slider_is(page, 1)
+    page.keyboard.press(" ")  # play
+    page.wait_for_function(
+        "i => document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active >= 4",
+        arg=ANIM,
+        timeout=20_000,
+    )
+    page.keyboard.press(" ")  # pause
+    page.wait_for_timeout(800)
+    paused = chart_state(page, ANIM)["slider"]
+    page.wait_for_timeout(1200)
+    assert chart_state(page, ANIM)["slider"] == paused
+    frames = chart_state(page, ANIM)["frames"]
+    assert paused < frames - 1 or frames <= 5  # it stopped before the end
