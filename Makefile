@@ -35,7 +35,7 @@ format: $(VENV)/.dev
 # server per worker): the suite's wall time, not its CPU time, is what CI's 20 minutes bound.
 test: $(VENV)/.dev browser lint
 	@bash scripts/ensure_postgres.sh
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --durations=15
 
 bench: $(VENV)/.dev
 	$(PY) -m bench

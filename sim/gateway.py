@@ -8,8 +8,11 @@ leaves the waiting queue for good: it never runs and counts as timed out. A requ
 started (even if preempted since) is not cut off. With vLLM's admission limits on, a timed-out
 request no longer counts against them.
 
-Windows and quiet runs (sim/window.py, sim/quiet.py) stop before the first step that starts at
-or after the earliest deadline of a request that could still time out, so runs stay exact.
+Windows (sim/window.py) stop before the first step that starts at or after the earliest deadline
+of a request that could still time out, and quiet runs (sim/quiet.py, prefix caching) are not
+taken while such a request waits, so runs stay exact. Expiry comes after the step's arrivals
+join: an arrival at the very moment a request expires is checked against vLLM's admission
+counts that still hold the expiring request (a modelling choice: the gateway answers it first).
 """
 
 from __future__ import annotations

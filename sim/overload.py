@@ -41,6 +41,13 @@ from sim.timed import run_timed
 from sim.workload import Workload
 
 
+def _unprotected(config: SchedulerConfig) -> SchedulerConfig:
+    """The config without admission limits or a gateway timeout: every request runs."""
+    return dataclasses.replace(
+        config, max_num_queued_reqs=None, max_num_queued_tokens=None, gateway_timeout_s=None
+    )
+
+
 def capacity_req_per_s(
     config: SchedulerConfig, workload: Workload, dep: Any, *, trim: float = 0.0
 ) -> float:
@@ -50,7 +57,7 @@ def capacity_req_per_s(
     if not 0.0 <= trim < 0.5:
         raise SimInputError(f"trim must be in [0, 0.5), got {trim}")
     burst = dataclasses.replace(workload, arrival_s=np.zeros(workload.num_requests))
-    unlimited = dataclasses.replace(config, max_num_queued_reqs=None, max_num_queued_tokens=None)
+    unlimited = _unprotected(config)
     run = run_timed(unlimited, burst, dep)
     end = run.step_start_s[-1] + run.step_ms[-1] / 1e3
     n = workload.num_requests
@@ -66,7 +73,7 @@ def full_batch(config: SchedulerConfig, workload: Workload, dep: Any) -> int:
     """The most requests of `workload` that run at once when all are queued at 0 s: how many a
     full engine holds (the budget, max_num_seqs or the KV cache, whichever binds first)."""
     burst = dataclasses.replace(workload, arrival_s=np.zeros(workload.num_requests))
-    unlimited = dataclasses.replace(config, max_num_queued_reqs=None, max_num_queued_tokens=None)
+    unlimited = _unprotected(config)
     return int(np.max(run_timed(unlimited, burst, dep).num_running))
 
 

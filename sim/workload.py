@@ -52,7 +52,15 @@ class Workload:
         share of a stream, say)."""
         if self.concurrency is not None:
             raise SimInputError("a closed-loop workload cannot be split: its run sends them")
-        idx = np.asarray(index, dtype=np.int64)
+        idx = np.asarray(index)
+        if idx.dtype == bool:
+            raise SimInputError("take wants request indices, not a mask (use np.flatnonzero)")
+        idx = idx.astype(np.int64)
+        n = self.num_requests
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise SimInputError(f"take: indices must be in 0..{n - 1}")
+        if np.unique(idx).size != idx.size:
+            raise SimInputError("take: each request can be taken once (request ids stay unique)")
 
         def pick(a: np.ndarray | None) -> np.ndarray | None:
             return None if a is None else np.asarray(a)[idx]

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from lessons.course import lesson
-from lessons.kit import story
+from lessons.kit import sizing, story
 from lessons.kit.controls import declared
 from lessons.overload import exercise, figures, predict
 from lessons.overload import lesson as ovl
 from lessons.overload.lesson import LOADS, Params, build, probe, run_at
+from sim.overload import full_batch
 from sim.timed import run_timed
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
 
@@ -79,7 +80,10 @@ def test_the_capacity_is_the_bursts_steady_rate_and_the_knee_of_the_queue(defaul
     finish = np.sort(burst.finish_s)
     lo, hi = int(0.1 * (r.requests - 1)), int(round(0.9 * (r.requests - 1)))
     assert r.capacity_req_per_s == pytest.approx((hi - lo) / (finish[hi] - finish[lo]))
-    assert r.full_batch == burst.num_running.max() or r.requests == ovl.MIN_REQUESTS
+    probe_burst = ovl.poisson_at(ovl.recipe(sizing.PROBE), 1.0)
+    assert r.full_batch == full_batch(config, probe_burst, dep)
+    want = int(np.clip(ovl.WAVES * r.full_batch, ovl.MIN_REQUESTS, ovl.MAX_REQUESTS)) // 100 * 100
+    assert r.requests == want
     # the loads are shares of it
     for load in LOADS:
         arrivals = run_at(*KEY, load, None, "fcfs").arrival_s
@@ -129,7 +133,11 @@ def test_the_signals_show_the_queue_and_cache_move_and_gpu_busy_does_not(default
         len(s.time_s),
     )
     np.testing.assert_allclose(s.busy_pct, np.minimum(busy_ms / (width * 1e3) * 100, 100))
-    assert s.waiting.max() <= run.num_waiting.max()
+    for k in (3, len(s.time_s) // 2):  # the queue after each bin's last step
+        in_bin = np.flatnonzero(
+            (run.step_start_s >= s.time_s[k]) & (run.step_start_s < s.time_s[k] + width)
+        )
+        assert s.waiting[k] == run.num_waiting[in_bin[-1]]
     assert r.sel_busy_pct > 90 and r.healthy_busy_pct > 90  # both read busy
     assert abs(r.sel_busy_pct - r.healthy_busy_pct) < 5
     assert r.sel_kv_pct > r.healthy_kv_pct + 10

@@ -129,19 +129,19 @@ def test_a_limit_sized_by_the_sustained_prefill_rate_keeps_admitted_ttft_near_th
 
 
 def test_signals_bin_step_time_and_carry_the_queue_over_idle_time():
-    # A runs two 125 ms steps from 0 s, B arrives at 1.0 s and runs two more: five bins of
-    # 0.25 s are busy, idle, idle, idle, busy
+    # one seat: A and B arrive at 0 s, C at 1.0 s; 125 ms steps: A runs two (B waits), then B
+    # two, then the engine idles until C's two. Five bins of 0.25 s: busy, busy, idle, idle, busy
     config = SchedulerConfig(
         max_num_batched_tokens=512, max_num_seqs=1, max_model_len=1024, num_gpu_blocks=64
     )
-    wl = Workload.build([100, 100], [2, 2], arrival_s=[0.0, 1.0], request_ids=["a", "b"])
+    wl = Workload.build([100, 100, 100], [2, 2, 2], arrival_s=[0.0, 0.0, 1.0])
     run = Engine(config, wl, timer=_flat).run()
     table = signals(run, DEP, bins=5)
     np.testing.assert_allclose(table["time_s"], [0, 0.25, 0.5, 0.75, 1.0])
-    np.testing.assert_allclose(table["busy_pct"], [100, 0, 0, 0, 100])
-    assert table["kv_pct"][1:4].isna().all() and (table["kv_pct"][[0, 4]] > 0).all()
-    assert (table["compute_pct"][1:4] == 0).all() and (table["compute_pct"][[0, 4]] > 0).all()
-    assert table["waiting"].tolist() == [0, 0, 0, 0, 0]
+    np.testing.assert_allclose(table["busy_pct"], [100, 100, 0, 0, 100])
+    assert table["kv_pct"][2:4].isna().all() and (table["kv_pct"][[0, 1, 4]] > 0).all()
+    assert (table["compute_pct"][2:4] == 0).all() and (table["compute_pct"][[0, 4]] > 0).all()
+    assert table["waiting"].tolist() == [1, 0, 0, 0, 0]  # B waited behind A; idle bins carry 0
     untimed = run_steps(config, Workload.build([100, 100], [2, 2], arrival_step=[1, 1]))
     with pytest.raises(SimInputError, match="timed run"):
         signals(untimed, DEP)

@@ -307,3 +307,15 @@ def test_load_workload_dispatches_on_csv_or_spec(tmp_path):
     assert load_workload("burst:n=2,prompt=fixed:7").prompt_tokens.tolist() == [7, 7]
     with pytest.raises(SimInputError, match="trace file not found"):
         load_workload(str(tmp_path / "missing.csv"))
+
+
+def test_take_keeps_the_chosen_requests_and_refuses_a_mask_or_repeats():
+    wl = Workload.build(
+        [10, 20, 30, 40], [1, 2, 3, 4], arrival_s=[0.0, 0.1, 0.2, 0.3], prefix_id=[0, 1, 0, 1]
+    )
+    part = wl.take(np.array([3, 1]))
+    assert part.prompt_tokens.tolist() == [40, 20] and part.request_ids == ("3", "1")
+    assert part.arrival_s.tolist() == [0.3, 0.1] and part.prefix_id.tolist() == [1, 1]
+    for bad in (np.array([True, False, True, False]), np.array([1, 1]), np.array([4])):
+        with pytest.raises(SimInputError, match="take"):
+            wl.take(bad)

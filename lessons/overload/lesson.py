@@ -20,16 +20,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from lessons.kit import shared
+from lessons.kit import shared, sizing
 from lessons.kit.controls import Steps, control
 from lessons.kit.selection import selection
+from lessons.kit.sizing import last_begun, sized
 from lessons.overload.readout import Queue, Readout, Signals
 from sim.cost import Deployment
 from sim.generators import WorkloadSpec
 from sim.models import kv_pool
 from sim.overload import (
-    capacity_req_per_s,
-    full_batch,
     poisson_at,
     prefill_tokens_per_s,
     queued_tokens_limit,
@@ -45,14 +44,13 @@ OWN_VALUES = ("labels", "frame-", "predict-revealed")
 LOADS = (50, 80, 100, 120, 150, 200)
 TARGETS_S = (1, 2, 3, 5, 10)
 HEALTHY_PCT = 80
+PROMPT_MEDIAN, ANSWER_MEDIAN = 800, 120  # the chat requests' lognormal medians (tokens)
 GATEWAY_PCT = 150  # the load at which the gateway's two designs are compared
 SEED = 3
 MAX_MODEL_LEN = 16_384
-PROBE = 300  # requests of the probe burst that finds the full batch
 WAVES = 6
 MIN_REQUESTS, MAX_REQUESTS = 300, 1_500
 MAX_NUM_SEQS = 128  # a common production cap: every GPU's full batch fits in a short run
-TRIM = 0.1  # the fill and the drain left out of the capacity
 FALLBACK_BLOCKS = 1_970  # the pool when the weights do not fit (an L4's, for Llama-3.1-8B)
 BINS = 40  # time bins of the signals chart
 QUEUE_POINTS = 60  # points (and frames) of the queue animation
@@ -84,8 +82,8 @@ def recipe(n: int) -> WorkloadSpec:
         "poisson",
         n,
         1.0,
-        prompt="lognormal:800:0.8",
-        output="lognormal:120:0.5",
+        prompt=f"lognormal:{PROMPT_MEDIAN}:0.8",
+        output=f"lognormal:{ANSWER_MEDIAN}:0.5",
         seed=SEED,
         prompt_max=MAX_MODEL_LEN - 1,
     )
@@ -120,12 +118,10 @@ class Probe:
 def probe(gpu: str, model: str, tp: int, dtype: str) -> Probe:
     """The run's size (WAVES full batches) and the capacity of those requests."""
     dep, config = _dep(gpu, model, tp, dtype)
-    full = full_batch(config, poisson_at(recipe(PROBE), 1.0), dep)
-    n = int(np.clip(WAVES * full, MIN_REQUESTS, MAX_REQUESTS)) // 100 * 100
-    wl = poisson_at(recipe(n), 1.0)
-    capacity = capacity_req_per_s(config, wl, dep, trim=TRIM)
+    spec, full, capacity = sized(config, recipe, dep, waves=WAVES, lo=MIN_REQUESTS, hi=MAX_REQUESTS)
+    mean_prompt = float(poisson_at(spec, 1.0).prompt_tokens.mean())
     fits = kv_pool(gpu, model, tp=tp, dtype=dtype).fits
-    return Probe(n, full, capacity, float(wl.prompt_tokens.mean()), fits)
+    return Probe(spec.n, full, capacity, mean_prompt, fits)
 
 
 @lru_cache(maxsize=64)
@@ -216,7 +212,7 @@ def gateway(key: tuple, target_ms: float, limit: int) -> dict:
 
 def _waiting_on(grid: np.ndarray, run: Run) -> np.ndarray:
     """The waiting queue after the last step that started by each time of `grid` (0 before)."""
-    k = np.searchsorted(run.step_start_s, grid, side="right") - 1
+    k = last_begun(run, grid)
     return np.where(k >= 0, np.asarray(run.num_waiting)[np.maximum(k, 0)], 0)
 
 
@@ -262,10 +258,14 @@ def build(p: Params) -> Readout:
         full_batch=made.full_batch,
         batches=n / made.full_batch,
         mean_prompt=int(round(made.mean_prompt)),
+        prompt_median=PROMPT_MEDIAN,
+        answer_median=ANSWER_MEDIAN,
+        trim_pct=round(sizing.TRIM * 100),
+        num_loads=len(LOADS),
         capacity_req_per_s=made.capacity_req_per_s,
         load_pct=p.load_pct,
         rate_per_s=made.capacity_req_per_s * p.load_pct / 100,
-        overloaded=p.load_pct > 100,
+        overloaded=p.load_pct >= 100,
         ttft_target_s=float(p.ttft_target_s),
         loads=np.array(LOADS),
         ttft_p50_s=free["ttft_ms_p50"] / 1e3,
@@ -284,7 +284,7 @@ def build(p: Params) -> Readout:
         sjf_ttft_p99_s=sjf["ttft_ms_p99"] / 1e3,
         peak_ttft_p99_s=loose["ttft_ms_p99"] / 1e3,
         peak_goodput=loose["goodput_req_per_s"],
-        healthy_ttft_p99_s=float(free["ttft_ms_p99"][LOADS.index(HEALTHY_PCT)] / 1e3),
+        healthy_ttft_p99_s=float(free["ttft_ms_p99"][: LOADS.index(HEALTHY_PCT) + 1].max() / 1e3),
         cap_ttft_p99_s=float(free["ttft_ms_p99"][LOADS.index(100)] / 1e3),
         top_ttft_p99_s=float(free["ttft_ms_p99"][-1] / 1e3),
         top_pct=LOADS[-1],
@@ -302,6 +302,9 @@ def build(p: Params) -> Readout:
         sel_sjf_peak_waiting=int(sel(sjf, "peak_waiting")),
         sel_lim_peak_waiting=int(sel(bound, "peak_waiting")),
         limit_holds=bool(lim_p99 <= 2 * p.ttft_target_s),
+        limit_holds_above=bool(
+            np.all(bound["ttft_ms_p99"][np.array(LOADS) > 100] / 1e3 <= 2 * p.ttft_target_s)
+        ),
         limit_binds=bool(bound["refused"][at] > 0),
         limit_gains=bool(bound["goodput_req_per_s"][at] > free["goodput_req_per_s"][at]),
         peak_overshoots=bool(peak_p99 > 2 * p.ttft_target_s),

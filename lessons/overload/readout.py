@@ -44,6 +44,10 @@ class Readout(Selection):
     full_batch: int  # most requests running at once when all are queued (the probe burst)
     batches: float  # requests / full_batch
     mean_prompt: int
+    prompt_median: int
+    answer_median: int
+    trim_pct: int  # the share of finishes left out at each end of the capacity run
+    num_loads: int
     capacity_req_per_s: float
     load_pct: int
     rate_per_s: float
@@ -87,6 +91,7 @@ class Readout(Selection):
     sel_sjf_peak_waiting: int
     sel_lim_peak_waiting: int
     limit_holds: bool  # the limited p99 is within twice the target
+    limit_holds_above: bool  # ... at every load above capacity
     limit_binds: bool  # the limit refused something
     limit_gains: bool  # more goodput with the limit
     peak_overshoots: bool  # the peak-sized limit lets p99 run past twice the target

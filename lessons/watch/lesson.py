@@ -13,7 +13,8 @@ once (sim.overload). Each has a fix, run the same way:
 - budget: a tenth of the prompts are long, with a budget of BIG_BUDGET tokens; the fix is the
   budget the ITL target allows;
 - routing: twelve system prompts in a cache that holds about half of them, on one of two
-  replicas that share the stream at random; the fix routes each system prompt to one replica;
+  replicas that take the stream's requests in turn (round robin); the fix routes each system
+  prompt to one replica;
 - benchmark: a benchmark with uniform prompts at 70% of its capacity; the fix is the same rate
   with a long tail of prompts (the same median), which is what users send;
 - healthy: chat at 60% of capacity; nothing to fix.
@@ -30,12 +31,13 @@ import numpy as np
 from lessons.kit import shared
 from lessons.kit.controls import Choice, Steps, Toggle, control
 from lessons.kit.selection import selection
+from lessons.kit.sizing import last_begun, sized
 from lessons.watch.readout import Dash, Readout, Signs
 from sim.cost import Deployment, step_ms
 from sim.generators import WorkloadSpec
 from sim.metrics import kv_usage, summarize
 from sim.models import kv_pool
-from sim.overload import capacity_req_per_s, full_batch, poisson_at
+from sim.overload import poisson_at
 from sim.run import Run
 from sim.timed import config_for, run_timed
 from sim.workload import Workload
@@ -49,16 +51,19 @@ SEED = 11
 MAX_MODEL_LEN = 16_384
 MAX_NUM_SEQS = 128
 BIG_BUDGET = 16_384
-PROBE = 300
+MIN_BUDGET = 256  # the budget grid's step and floor
 WAVES = 6
 MIN_REQUESTS, MAX_REQUESTS = 300, 1_200
-TRIM = 0.1
 FALLBACK_BLOCKS = 1_970
 PREFIX_TOKENS = 2_048
 SYSTEM_PROMPTS = 12
 WAITING_BAND = MAX_NUM_SEQS // 20  # "waiting near zero": at most this many
 KV_BAND_PCT = 90
 PINNED_PCT = 95
+CHAT_SYSTEM_PROMPT = 1_024  # tokens of the chat service's one system prompt
+PROMPT_MEDIAN, ANSWER_MEDIAN = 800, 120  # the chat requests' lognormal medians
+LONG_ANSWER = 600  # the writing assistant's median answer
+LONG_PROMPT, LONG_SHARE = 12_000, 0.1  # the pasted documents: median tokens, share of requests
 POINTS = 60  # dashboard points (and frames)
 CONTEXT = 2_000  # tokens each decoding request attends to, for the budget's step
 
@@ -96,19 +101,23 @@ class Setup:
 
 
 def _spec(n: int, **extra) -> WorkloadSpec:
-    lengths = {"prompt": "lognormal:800:0.8", "output": "lognormal:120:0.5", **extra}
+    lengths = {
+        "prompt": f"lognormal:{PROMPT_MEDIAN}:0.8",
+        "output": f"lognormal:{ANSWER_MEDIAN}:0.5",
+        **extra,
+    }
     return WorkloadSpec("poisson", n, 1.0, seed=SEED, prompt_max=MAX_MODEL_LEN - 1, **lengths)
 
 
 def budget_for(dep: Deployment, target_ms: float) -> int:
     """The largest budget (multiple of 256, at least 256) whose step meets the target with a
     full batch decoding at CONTEXT tokens of context and the rest of the budget a prompt chunk."""
-    grid = np.arange(256, BIG_BUDGET + 1, 256)
+    grid = np.arange(MIN_BUDGET, BIG_BUDGET + 1, MIN_BUDGET)
     seqs = np.full(grid.shape, MAX_NUM_SEQS + 1)
     ctx = MAX_NUM_SEQS * CONTEXT
     ms = step_ms(dep, grid, seqs, np.full(grid.shape, ctx), None)
     ok = grid[ms <= target_ms]
-    return int(ok.max()) if ok.size else 256
+    return int(ok.max()) if ok.size else MIN_BUDGET
 
 
 def _config(dep: Deployment, fits: bool, budget: int, **extra):
@@ -125,10 +134,10 @@ def _config(dep: Deployment, fits: bool, budget: int, **extra):
 
 def _sized(config, dep: Deployment, **lengths) -> tuple[WorkloadSpec, float]:
     """The recipe sized to WAVES full batches, and the capacity of its requests."""
-    full = full_batch(config, poisson_at(_spec(PROBE, **lengths), 1.0), dep)
-    n = int(np.clip(WAVES * full, MIN_REQUESTS, MAX_REQUESTS)) // 100 * 100
-    spec = _spec(n, **lengths)
-    return spec, capacity_req_per_s(config, poisson_at(spec, 1.0), dep, trim=TRIM)
+    spec, _, capacity = sized(
+        config, lambda n: _spec(n, **lengths), dep, waves=WAVES, lo=MIN_REQUESTS, hi=MAX_REQUESTS
+    )
+    return spec, capacity
 
 
 def _at(spec: WorkloadSpec, rate: float) -> Workload:
@@ -143,21 +152,22 @@ def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
     budget = budget_for(dep, target_ms)
     base = _config(dep, fits, budget)
     if preset in ("overload", "healthy"):
-        spec, cap = _sized(base, dep, prefix_tokens=1_024)
+        spec, cap = _sized(base, dep, prefix_tokens=CHAT_SYSTEM_PROMPT)
         load = {"overload": 0.75 if fixed else 1.5, "healthy": 0.6}[preset]
         return Setup(base, _at(spec, cap * load), cap * load, cap)
     if preset == "cache":
-        lengths = {"output": "lognormal:600:0.4"}
-        seq_blocks = int(np.ceil((800 + 600) / base.block_size))
-        blocks = MAX_NUM_SEQS // 4 * seq_blocks  # a quarter of the seats' worth
+        lengths = {"output": f"lognormal:{LONG_ANSWER}:0.4"}
+        seq_blocks = int(np.ceil((PROMPT_MEDIAN + LONG_ANSWER) / base.block_size))
+        # a quarter of the seats' worth, and at most half the real pool (the fix doubles it)
+        blocks = min(MAX_NUM_SEQS // 4 * seq_blocks, base.num_gpu_blocks // 2)
         squeezed = dataclasses.replace(base, num_gpu_blocks=blocks)
         spec, cap = _sized(squeezed, dep, **lengths)
         config = dataclasses.replace(squeezed, num_gpu_blocks=2 * blocks) if fixed else squeezed
         return Setup(config, _at(spec, cap), cap, cap)
     if preset == "budget":
         lengths = {
-            "interactive": 0.9,
-            "batch_prompt": "lognormal:12000:0.2",
+            "interactive": 1 - LONG_SHARE,
+            "batch_prompt": f"lognormal:{LONG_PROMPT}:0.2",
             "batch_output": "fixed:40",
         }
         big = dataclasses.replace(base, max_num_batched_tokens=BIG_BUDGET)
@@ -166,7 +176,8 @@ def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
     if preset == "routing":
         lengths = {"prefix_tokens": PREFIX_TOKENS, "prefixes": SYSTEM_PROMPTS}
         half = SYSTEM_PROMPTS // 2 * PREFIX_TOKENS // base.block_size
-        blocks = half + MAX_NUM_SEQS // 8 * int(np.ceil(920 / base.block_size))
+        seq_blocks = int(np.ceil((PROMPT_MEDIAN + ANSWER_MEDIAN) / base.block_size))
+        blocks = half + MAX_NUM_SEQS // 8 * seq_blocks
         small = dataclasses.replace(base, num_gpu_blocks=blocks)
         spec, cap = _sized(small, dep, **lengths)
         # two replicas share a stream twice as long, each at 80% of its capacity
@@ -178,10 +189,10 @@ def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
         )
         return Setup(small, stream.take(np.flatnonzero(mine)), cap * 0.8, cap)
     if preset == "benchmark":
-        spec, cap = _sized(base, dep, prompt="fixed:800")
+        spec, cap = _sized(base, dep, prompt=f"fixed:{PROMPT_MEDIAN}")
         rate = cap * 0.7
         if fixed:
-            spec = _spec(spec.n, prompt="longtail:800:1.2")
+            spec = _spec(spec.n, prompt=f"longtail:{PROMPT_MEDIAN}:1.2")
         return Setup(base, _at(spec, rate), rate, cap)
     raise KeyError(preset)
 
@@ -233,6 +244,12 @@ def signs(run: Run, target_ms: float) -> Signs:
         step_spikes=bool(spikes),
         low_hits=bool(low),
         any_sign=bool(grows or is_pinned or spikes or low),
+        in_bands=bool(  # in 99% of the steps
+            np.quantile(run.num_waiting, 0.99) <= WAITING_BAND
+            and np.quantile(kv, 0.99) < KV_BAND_PCT
+            and np.quantile(run.step_ms, 0.99) <= target_ms
+            and run.total_preemptions == 0
+        ),
     )
 
 
@@ -242,7 +259,7 @@ def dash(run: Run) -> Dash:
     starts = np.asarray(run.step_start_s)
     end = float(starts[-1] + run.step_ms[-1] / 1e3)
     grid = np.linspace(end / POINTS, end, POINTS)
-    k = np.searchsorted(starts, grid, side="right") - 1  # last step begun by each time
+    k = last_begun(run, grid)
     cut = np.concatenate(([0], k + 1))
     kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
     per = np.repeat(np.arange(POINTS), np.diff(cut))  # each step's interval
@@ -282,6 +299,7 @@ def build(p: Params) -> Readout:
         budget=shown.config.max_num_batched_tokens,
         fix_budget=fix_budget,
         big_budget=BIG_BUDGET,
+        min_budget=MIN_BUDGET,
         max_num_seqs=MAX_NUM_SEQS,
         num_gpu_blocks=problem_setup.config.num_gpu_blocks,
         fix_blocks=fix_setup.config.num_gpu_blocks,
@@ -300,7 +318,17 @@ def build(p: Params) -> Readout:
         now_waiting_end=now.waiting_end,
         now_kv95_pct=now.kv95_pct,
         now_step_max_ms=now.step_max_ms,
-        now_healthy=not now.any_sign,
+        now_in_bands=now.in_bands,
+        budget_differs=fix_budget < BIG_BUDGET,
+        healthy_ok=good.in_bands or not good.any_sign,
+        chat_system_prompt=CHAT_SYSTEM_PROMPT,
+        prompt_median=PROMPT_MEDIAN,
+        long_answer=LONG_ANSWER,
+        long_prompt=LONG_PROMPT,
+        long_share_pct=round(LONG_SHARE * 100),
+        system_prompts=SYSTEM_PROMPTS,
+        system_prompt_tokens=PREFIX_TOKENS,
+        kv_band_pct=KV_BAND_PCT,
         problem=bad,
         fix=good,
         p_waiting_end=bad.waiting_end,
@@ -319,6 +347,6 @@ def build(p: Params) -> Readout:
         p_hit_pct=bad.hit_pct,
         f_hit_pct=good.hit_pct,
         shared_pct=bad.shared_pct,
-        benchmark_overloaded=p.fixed and p.preset == "benchmark" and good.waiting_grows,
+        benchmark_overloaded=bool(p.fixed and p.preset == "benchmark" and good.waiting_grows),
         tail_hidden=bool(bad.ttft_p99_s <= TTFT_TARGET_S and good.ttft_p99_s > 3 * bad.ttft_p99_s),
     )

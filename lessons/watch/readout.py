@@ -45,6 +45,7 @@ class Signs:
     step_spikes: bool
     low_hits: bool
     any_sign: bool
+    in_bands: bool  # every reading inside its band in 99% of the steps, and no preemptions
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +59,7 @@ class Readout(Selection):
     budget: int
     fix_budget: int  # the budget the ITL target allows
     big_budget: int
+    min_budget: int
     max_num_seqs: int
     num_gpu_blocks: int
     fix_blocks: int
@@ -78,7 +80,18 @@ class Readout(Selection):
     now_waiting_end: int
     now_kv95_pct: float
     now_step_max_ms: float
-    now_healthy: bool
+    now_in_bands: bool
+    budget_differs: bool  # the ITL target allows a smaller budget than the large one
+    healthy_ok: bool  # the healthy dashboard shows no problem sign
+    # the dashboards' recipes, as the text names them
+    chat_system_prompt: int
+    prompt_median: int
+    long_answer: int
+    long_prompt: int
+    long_share_pct: int
+    system_prompts: int
+    system_prompt_tokens: int
+    kv_band_pct: int
     problem: Signs
     fix: Signs
     # the text's comparisons
