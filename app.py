@@ -14,6 +14,7 @@ import sim.cost  # noqa: F401  (NumPy and pandas)
 import ui.charts  # noqa: F401  (Plotly)
 from lessons.course import SITE_TEXT, lessons
 from lessons.text import section
+from ui import warm
 from ui.state import keep_learner_cookie, refresh_progress, store_down
 
 # The icon is a file of ours, served by the app: a Material icon here would be fetched from a
@@ -45,6 +46,15 @@ pages = {
     ],
 }
 pg = st.navigation(pages)
+
+
+@st.cache_resource(show_spinner=False)
+def _warm_once() -> bool:
+    """Once per server process: build the lessons' opening runs in the background (ui/warm.py)."""
+    return warm.start()
+
+
+_warm_once()
 
 with st.sidebar:
     prog = refresh_progress()  # this learner's answers, read once per run (other tabs included)

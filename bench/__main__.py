@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+os.environ["STEPWISE_WARM"] = "0"  # pages are timed cold: no background warm-up (ui/warm.py)
 
 
 def main(argv: list[str]) -> int:

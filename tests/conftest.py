@@ -25,6 +25,7 @@ _TMP = Path(tempfile.mkdtemp(prefix="stepwise-tests-"))
 TEST_DB = _TMP / "progress.db"
 os.environ["STEPWISE_PROGRESS_DB"] = str(TEST_DB)
 os.environ["STEPWISE_DATABASE_URL"] = f"sqlite:///{TEST_DB}"
+os.environ["STEPWISE_WARM"] = "0"  # no background warm-up (ui/warm.py) competing with tests
 
 _PG: dict = {"error": None, "asked": False}
 

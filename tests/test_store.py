@@ -168,7 +168,7 @@ for i in range(n):
 
 def test_processes_writing_at_once_lose_nothing_and_count_nothing_twice(store, url):
     """Separate processes: what several app servers (or `streamlit run` twice) would do."""
-    learner, writers, per_writer = _learner(), 3, 150
+    learner, writers, per_writer = _learner(), 3, 60
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
