@@ -228,20 +228,21 @@ def test_the_gateway_designs_are_their_runs_own(default):
     r = default
     made = probe(*KEY)
     target_ms = r.ttft_target_s * 1e3
-    assert r.gateway_in_flight == int(made.full_batch + made.capacity_req_per_s * r.ttft_target_s)
-    bound = run_at(*KEY, r.gateway_pct, None, "fcfs", r.gateway_in_flight)
-    assert bound.config.max_num_queued_reqs == r.gateway_in_flight
-    assert r.gw_bound_away_pct == pytest.approx(np.count_nonzero(bound.rejected) / r.requests * 100)
-    assert r.gw_bound_p99_s == pytest.approx(np.percentile(_ttft_s(bound), 99))
-    late = run_at(*KEY, r.gateway_pct, None, "fcfs", None, target_ms / 1e3)
+    assert r.gateway.in_flight == int(made.full_batch + made.capacity_req_per_s * r.ttft_target_s)
+    bound = run_at(*KEY, r.gateway.pct, None, "fcfs", r.gateway.in_flight)
+    assert bound.config.max_num_queued_reqs == r.gateway.in_flight
+    refused = np.count_nonzero(bound.rejected)
+    assert r.gateway.bound.away_pct == pytest.approx(refused / r.requests * 100)
+    assert r.gateway.bound.p99_s == pytest.approx(np.percentile(_ttft_s(bound), 99))
+    late = run_at(*KEY, r.gateway.pct, None, "fcfs", None, target_ms / 1e3)
     assert late.config.gateway_timeout_s == r.ttft_target_s
-    assert r.gw_timeout_away_pct == pytest.approx(late.timed_out.sum() / r.requests * 100)
+    assert r.gateway.timeout.away_pct == pytest.approx(late.timed_out.sum() / r.requests * 100)
     # a request that ran started within the timeout of its arrival
     ran = late.first_scheduled_step > 0
     started = late.step_start_s[late.first_scheduled_step[ran] - 1]
     assert np.all(started - late.arrival_s[ran] < r.ttft_target_s)
-    assert r.gw_timeout_p99_s == pytest.approx(np.percentile(_ttft_s(late), 99))
-    assert r.gw_vllm_p99_s == pytest.approx(r.sel_lim_ttft_p99_s)  # the same run at 150%
-    assert r.gw_open_p99_s == pytest.approx(r.sel_ttft_p99_s)
+    assert r.gateway.timeout.p99_s == pytest.approx(np.percentile(_ttft_s(late), 99))
+    assert r.gateway.vllm.p99_s == pytest.approx(r.sel_lim_ttft_p99_s)  # the same run at 150%
+    assert r.gateway.open.p99_s == pytest.approx(r.sel_ttft_p99_s)
     words = story.text(TEXT, "gateway", r)
     assert "Not part of vLLM" in words and "429" in words and "504" in words

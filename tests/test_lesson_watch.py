@@ -57,7 +57,7 @@ def test_each_dashboard_shows_its_sign_and_the_fix_clears_it(preset, gpu):
         assert _shown(r.fix) == set(), preset
     elif preset == "benchmark":  # the uniform test looks healthy; the long tail does not
         assert _shown(r.problem) == set() and r.tail_hidden
-        assert r.p_ttft_p99_s <= wch.TTFT_TARGET_S < r.f_ttft_p99_s
+        assert r.problem.ttft_p99_s <= wch.TTFT_TARGET_S < r.fix.ttft_p99_s
     else:
         assert _shown(r.problem) == _shown(r.fix) == set() and r.healthy_ok
 
@@ -140,9 +140,9 @@ def test_the_budget_is_the_largest_the_target_allows():
 def test_the_prediction_is_the_opening_runs_answer():
     r = build(Params())
     facts = predict.answers()
-    assert facts["answer"] == r.p_waiting_end > 0
+    assert facts["answer"] == r.problem.waiting_end > 0
     q = lesson("watch").bank().question("predict_waiting")
-    assert q.correct_choice == f"About {r.p_waiting_end:,} requests"
+    assert q.correct_choice == f"About {r.problem.waiting_end:,} requests"
     assert len(set(q.choices)) == len(q.choices) == 4
 
 

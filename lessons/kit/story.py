@@ -3,8 +3,9 @@
 A section starts with `<!-- section: name -->`. It may carry a condition on the Readout,
 `<!-- section: name when: field -->` or `when: not field`, where `field` is a bool field of the
 Readout: which paragraph shows is decided there, in one place, not by branches in a page.
-Placeholders (`{weight_read_ms:.1f}`) name Readout fields. A "metrics" section holds lines
-`- label :: value`, both sides templates, drawn as a row of st.metric.
+Placeholders (`{weight_read_ms:.1f}`) name Readout fields, or an attribute of one
+(`{problem.ttft_p99_s:.2f}`). A "metrics" section holds lines `- label :: value`, both sides
+templates, drawn as a row of st.metric; a "labels" section holds `- key :: words` for charts.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def parse(path: str | Path) -> tuple[Section, ...]:
 
 
 def placeholders(template: str) -> set[str]:
-    """The names a template needs filled in."""
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    """The names a template needs filled in (of `{a.b}`, the field `a`)."""
+    found = (name for _, name, _, _ in string.Formatter().parse(template) if name)
+    return {re.split(r"[.\[]", name, maxsplit=1)[0] for name in found}
 
 
 def values(readout: Any) -> dict[str, Any]:
@@ -81,6 +83,14 @@ def pick(path: str | Path, name: str, readout: Any = None) -> list[Section]:
 def text(path: str | Path, name: str, readout: Any = None, **extra: Any) -> str:
     """The filled body of section `name` (empty if its condition does not hold)."""
     return "\n\n".join(s.fill(readout, extra) for s in pick(path, name, readout))
+
+
+@cache
+def labels(path: str | Path) -> dict[str, str]:
+    """A text.md's `labels` section as {key: words} (lines `- key :: words`)."""
+    body = next(s.body for s in parse(path) if s.name == "labels")
+    pairs = (line.removeprefix("- ").split("::", 1) for line in body.splitlines() if "::" in line)
+    return {key.strip(): words.strip() for key, words in pairs}
 
 
 def metrics(path: str | Path, name: str, readout: Any) -> list[tuple[str, str]]:

@@ -33,9 +33,7 @@ TEXT = lesson("memory").text_path
 def labels() -> dict[str, str]:
     """The charts' and tables' words, from text.md's `labels` section (`- key :: words`; a
     `{value}` in the words is filled by the caller)."""
-    body = next(s.body for s in story.parse(TEXT) if s.name == "labels")
-    pairs = (line.removeprefix("- ").split("::", 1) for line in body.splitlines() if "::" in line)
-    return {key.strip(): words.strip() for key, words in pairs}
+    return story.labels(TEXT)
 
 
 def _say(name: str, **values) -> str:

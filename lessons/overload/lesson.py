@@ -24,7 +24,7 @@ from lessons.kit import shared, sizing
 from lessons.kit.controls import Steps, control
 from lessons.kit.selection import selection
 from lessons.kit.sizing import last_begun, sized
-from lessons.overload.readout import Queue, Readout, Signals
+from lessons.overload.readout import Gateway, Queue, Readout, Served, Signals
 from sim.cost import Deployment
 from sim.generators import WorkloadSpec
 from sim.models import kv_pool
@@ -174,40 +174,34 @@ def signals_at(key: tuple, load: int) -> tuple[Signals, tuple[float, float, floa
     return Signals(*(table[name].to_numpy() for name in columns)), means
 
 
-def _served(run: Run, target_ms: float) -> dict[str, float]:
-    """Turned away (refused or timed out, %), TTFT p99 of the rest (s) and goodput (req/s)."""
+def _served(run: Run, target_ms: float) -> Served:
+    """What a run turned away (refused or timed out), and how the requests it served fared."""
     row = sweep_row(run, 1.0, ttft_slo_ms=target_ms)
     away = np.count_nonzero(run.rejected) + (
         0 if run.timed_out is None else np.count_nonzero(run.timed_out)
     )
-    return {
-        "away_pct": float(away / run.workload.num_requests * 100),
-        "p99_s": float(row["ttft_ms_p99"] / 1e3),
-        "goodput": float(row["goodput_req_per_s"]),
-    }
+    return Served(
+        away_pct=float(away / run.workload.num_requests * 100),
+        p99_s=float(row["ttft_ms_p99"] / 1e3),
+        goodput=float(row["goodput_req_per_s"]),
+    )
 
 
 @lru_cache(maxsize=32)
-def gateway(key: tuple, target_ms: float, limit: int) -> dict:
+def gateway(key: tuple, target_ms: float, limit: int) -> Gateway:
     """Four ways of meeting GATEWAY_PCT % of capacity: no protection, vLLM's token limit, a
-    gateway bound on requests in flight (429) and a gateway queue timeout (504), as Readout
-    fields. The bound is Little's law: a full batch running plus capacity x target waiting."""
+    gateway bound on requests in flight (429) and a gateway queue timeout (504). The bound is
+    Little's law: a full batch running plus capacity x target waiting."""
     made = probe(*key)
     in_flight = int(made.full_batch + made.capacity_req_per_s * target_ms / 1e3)
-    runs = {
-        "open": run_at(*key, GATEWAY_PCT, None, "fcfs"),
-        "vllm": run_at(*key, GATEWAY_PCT, limit, "fcfs"),
-        "bound": run_at(*key, GATEWAY_PCT, None, "fcfs", in_flight),
-        "timeout": run_at(*key, GATEWAY_PCT, None, "fcfs", None, target_ms / 1e3),
-    }
-    out: dict = {"gateway_pct": GATEWAY_PCT, "gateway_in_flight": in_flight}
-    for name, run in runs.items():
-        for field, value in _served(run, target_ms).items():
-            out[f"gw_{name}_{field}"] = value
-    best = max(runs, key=lambda name: out[f"gw_{name}_goodput"])
-    out["gw_best"] = best
-    out["gw_timeout_wins"] = best == "timeout"
-    return out
+    return Gateway(
+        pct=GATEWAY_PCT,
+        in_flight=in_flight,
+        open=_served(run_at(*key, GATEWAY_PCT, None, "fcfs"), target_ms),
+        vllm=_served(run_at(*key, GATEWAY_PCT, limit, "fcfs"), target_ms),
+        bound=_served(run_at(*key, GATEWAY_PCT, None, "fcfs", in_flight), target_ms),
+        timeout=_served(run_at(*key, GATEWAY_PCT, None, "fcfs", None, target_ms / 1e3), target_ms),
+    )
 
 
 def _waiting_on(grid: np.ndarray, run: Run) -> np.ndarray:
@@ -317,6 +311,8 @@ def build(p: Params) -> Readout:
         healthy_kv_pct=h_kv,
         healthy_peak_waiting=int(free["peak_waiting"][LOADS.index(HEALTHY_PCT)]),
         queue=_queue(*runs, run_at(*key, p.load_pct, limit, "fcfs")),
-        **gate,
+        gateway=gate,
+        gw_timeout_wins=gate.timeout.goodput
+        >= max(gate.open.goodput, gate.vllm.goodput, gate.bound.goodput),
         signals=sig,
     )

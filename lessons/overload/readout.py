@@ -33,6 +33,27 @@ class Signals:
     waiting: np.ndarray
 
 
+@dataclass(frozen=True)
+class Served:
+    """One way of meeting overload: what it turns away and how the rest fare."""
+
+    away_pct: float  # refused or timed out
+    p99_s: float  # TTFT p99 of the requests served
+    goodput: float  # requests per second meeting the TTFT target
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """No protection, vLLM's token limit, and the gateway's two designs, at one load."""
+
+    pct: int  # the load, % of capacity
+    in_flight: int  # the gateway's bound on requests in flight (429 beyond)
+    open: Served
+    vllm: Served
+    bound: Served
+    timeout: Served
+
+
 @dataclass(frozen=True, eq=False)
 class Readout(Selection):
     # the setting
@@ -106,20 +127,6 @@ class Readout(Selection):
     healthy_peak_waiting: int
     queue: Queue
     signals: Signals
-    # at the gateway (a teaching model, not vLLM): four designs at gateway_pct % of capacity
-    gateway_pct: int
-    gateway_in_flight: int  # the bound on requests in flight (429 beyond)
-    gw_open_away_pct: float
-    gw_open_p99_s: float
-    gw_open_goodput: float
-    gw_vllm_away_pct: float
-    gw_vllm_p99_s: float
-    gw_vllm_goodput: float
-    gw_bound_away_pct: float
-    gw_bound_p99_s: float
-    gw_bound_goodput: float
-    gw_timeout_away_pct: float
-    gw_timeout_p99_s: float
-    gw_timeout_goodput: float
-    gw_best: str
-    gw_timeout_wins: bool
+    # at the gateway (a teaching model, not vLLM): four designs at gateway.pct % of capacity
+    gateway: Gateway
+    gw_timeout_wins: bool  # the queue timeout gives the most goodput of the four

@@ -31,9 +31,7 @@ TENANT_NAMES = "ABC"
 @cache
 def labels() -> dict[str, str]:
     """The charts' words, from text.md's `labels` section (`- key :: words`)."""
-    body = next(s.body for s in story.parse(TEXT) if s.name == "labels")
-    pairs = (line.removeprefix("- ").split("::", 1) for line in body.splitlines() if "::" in line)
-    return {key.strip(): words.strip() for key, words in pairs}
+    return story.labels(TEXT)
 
 
 def _policy_bars(r: Readout, title: str, y_title: str, series: list[tuple]) -> dict:

@@ -18,7 +18,7 @@ from lessons.watch.figures import labels
 def answers() -> dict:
     """The opening run's count, its setting, and the choices (the answer first)."""
     r = lesson.build(lesson.Params())
-    n = r.p_waiting_end
+    n = r.problem.waiting_end
     words = labels()
     wrong = [0, max(n // 4, 1), 3 * n]
     wrong = [w for w in dict.fromkeys(wrong) if w != n][:3]

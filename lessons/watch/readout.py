@@ -67,19 +67,10 @@ class Readout(Selection):
     rate_per_s: float
     capacity_req_per_s: float
     load_pct: float
-    p_load_pct: float  # the load before the fix
     weights_fit: bool
     target_reachable: bool  # a decode-only full batch meets the ITL target
     # the dashboard shown (the fix's if `fixed`) and the two runs' readings
     dash: Dash
-    # the shown run's readings (the tiles and the alt text)
-    now_ttft_p99_s: float
-    now_itl_p99_ms: float
-    now_hit_pct: float
-    now_preemptions: int
-    now_waiting_end: int
-    now_kv95_pct: float
-    now_step_max_ms: float
     now_in_bands: bool
     budget_differs: bool  # the ITL target allows a smaller budget than the large one
     healthy_ok: bool  # the healthy dashboard shows no problem sign
@@ -92,24 +83,9 @@ class Readout(Selection):
     system_prompts: int
     system_prompt_tokens: int
     kv_band_pct: int
+    now: Signs  # the run shown: the fix's if `fixed`
     problem: Signs
     fix: Signs
-    # the text's comparisons
-    p_waiting_end: int
-    f_waiting_end: int
-    p_ttft_p99_s: float
-    f_ttft_p99_s: float
-    p_kv95_pct: float
-    f_kv95_pct: float
-    p_preemptions: int
-    f_preemptions: int
-    p_recomputed: int
-    p_step_max_ms: float
-    f_step_max_ms: float
-    p_itl_p99_ms: float
-    f_itl_p99_ms: float
-    p_hit_pct: float
-    f_hit_pct: float
-    shared_pct: float
+    p_load_pct: float  # the load before the fix
     benchmark_overloaded: bool  # the benchmark preset's fix (real traffic) shows the queue grow
     tail_hidden: bool  # the benchmark meets the TTFT target, the long tail is 3x or worse
