@@ -1,7 +1,10 @@
-"""Stepwise's frame: page setup, navigation by section, and the sidebar with the learner's XP.
+"""Stepwise's frame: page setup, navigation by section, the sidebar with the learner's XP, the
+presenter-mode toggle (ui/present.py) and the scripts every page runs in the browser.
 
 Every page script is registered here explicitly (no auto-discovery of pages/). XP is drawn before
-`pg.run()`, which is safe because all grading happens in on_click callbacks, before this runs.
+`present.frame(with_toggle=pg.url_path in TOGGLED)
+scripts.send()
+pg.run()`, which is safe because all grading happens in on_click callbacks, before this runs.
 The libraries every lesson needs are imported here, so a server process loads them (about 0.3 s)
 when its first session opens, not when a learner opens the first lesson.
 """
@@ -14,7 +17,7 @@ import sim.cost  # noqa: F401  (NumPy and pandas)
 import ui.charts  # noqa: F401  (Plotly)
 from lessons.course import SITE_TEXT, lessons
 from lessons.text import section
-from ui import warm
+from ui import present, scripts, warm
 from ui.state import keep_learner_cookie, refresh_progress, store_down
 
 # The icon is a file of ours, served by the app: a Material icon here would be fetched from a
@@ -37,7 +40,13 @@ pages = {
             title="Step-time calculator",
             icon=":material/calculate:",
             url_path="playground",
-        )
+        ),
+        st.Page(
+            "pages/trace.py",
+            title="Your own trace",
+            icon=":material/upload_file:",
+            url_path="trace",
+        ),
     ],
     "Progress": [
         st.Page(
@@ -46,6 +55,8 @@ pages = {
     ],
 }
 pg = st.navigation(pages)
+# The presenter toggle sits on every lesson and on Practice (the class quiz's page).
+TOGGLED = {lesson.url for lesson in lessons()} | {"practice"}
 
 
 @st.cache_resource(show_spinner=False)
@@ -65,4 +76,6 @@ with st.sidebar:
         st.warning(section(SITE_TEXT, "progress-store-down"), icon=":material/cloud_off:")
     keep_learner_cookie()
 
+present.frame(with_toggle=pg.url_path in TOGGLED)
+scripts.send()
 pg.run()

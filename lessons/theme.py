@@ -40,6 +40,8 @@ ROLES = {
     "limit_peak": 1,
     "waiting": 5,
     "healthy": 2,
+    "config_a": 0,
+    "config_b": 1,
 }
 
 

@@ -48,6 +48,7 @@ from sim.workload import Workload
 
 NOT_ARRIVED, WAITING, RUNNING, FINISHED = 0, 1, 2, 3
 DEFAULT_MAX_STEPS = 5_000_000
+PROGRESS_EVERY_S = 0.25  # how often a long run calls its `progress(done, total)` (wall time)
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 # A step-time model for timed runs: arrays over steps in, step durations in ms out.
@@ -169,6 +170,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         stop_at_max_steps: bool = False,
         prepared: Prepared | None = None,
         trace_blocks: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         if not isinstance(config, SchedulerConfig):
             raise SimInputError("config must be a SchedulerConfig")
@@ -180,6 +182,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         self.timed = timer is not None
         # trace_blocks: every step one at a time through the block pool, its tables recorded
         self.trace_blocks = trace_blocks
+        self.progress = progress  # progress(requests done, requests in all), for a page's bar
         self.record_detail = record_detail or trace_blocks
         self.batch_quiet_runs = batch_quiet_runs and not trace_blocks  # False: step by step
         self.window_len = 64  # planning length of the next window (adapts, sim/window.py)
@@ -680,7 +683,11 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
     def run(self) -> Run:
         t0 = time.perf_counter()
         n = self.n
+        report_at = t0 + PROGRESS_EVERY_S
         while self.num_finished + self.num_rejected + self.num_timed_out < n:
+            if self.progress is not None and time.perf_counter() >= report_at:
+                self.progress(self.num_finished + self.num_rejected + self.num_timed_out, n)
+                report_at = time.perf_counter() + PROGRESS_EVERY_S
             if self.step >= self.max_steps:
                 if self.stop_at_max_steps:
                     break  # the recording harness's cap: stop, leave the rest unfinished

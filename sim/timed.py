@@ -16,6 +16,7 @@ defaults for the GPU (SCHEDULER.md e) unless given, the KV pool from the catalog
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,10 +35,19 @@ def run_with_timer(
     *,
     record_detail: bool = False,
     max_steps: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Run:
     """A timed run with any step-time model `timer(query_tokens, num_seqs, kv_read_tokens,
-    attn_pairs) -> step_ms` (arrays over steps in, an array of milliseconds out)."""
-    engine = Engine(config, workload, timer=timer, record_detail=record_detail, max_steps=max_steps)
+    attn_pairs) -> step_ms` (arrays over steps in, an array of milliseconds out). `progress`,
+    if given, is called about four times a second with (requests done, requests in all)."""
+    engine = Engine(
+        config,
+        workload,
+        timer=timer,
+        record_detail=record_detail,
+        max_steps=max_steps,
+        progress=progress,
+    )
     return engine.run()
 
 
@@ -77,6 +87,7 @@ def run_timed(
     *,
     record_detail: bool = False,
     max_steps: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Run:
     """Run `workload` (arrival_s) on `deployment` (sim.cost.Deployment), step for step, timed."""
     return run_with_timer(
@@ -85,6 +96,7 @@ def run_timed(
         timer_for(deployment, async_scheduling=config.async_scheduling),
         record_detail=record_detail,
         max_steps=max_steps,
+        progress=progress,
     )
 
 

@@ -133,7 +133,9 @@ def test_a_valid_cookie_is_the_learner_and_is_not_set_again(monkeypatch):
     monkeypatch.setattr(ui.state, "_cookie", lambda: cookie)
     at = run_page()
     assert at.session_state[ui.state.LEARNER_KEY] == cookie
-    assert not at.get("html")
+    scripts = [h.proto.body for h in at.get("html")]
+    assert scripts, "the frame sends the page scripts (ui/scripts.py)"
+    assert not [body for body in scripts if "document.cookie" in body], scripts
 
 
 def test_secrets_url_selects_the_database(tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ PAGES = [
     *[lesson.page for lesson in lessons()],
     "pages/practice.py",
     "pages/playground.py",
+    "pages/trace.py",
     "pages/progress.py",
 ]
 ROUNDS = 3  # controls revealed by another control (show_if) get their turn next round

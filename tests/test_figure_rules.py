@@ -11,6 +11,7 @@ import json
 import pytest
 
 from lessons.course import lessons
+from lessons.kit.present import presented
 from tests.apptest_util import run_page
 
 MAX_FRAMES = 200
@@ -101,6 +102,44 @@ def test_chart_text_is_readable_on_a_projector(page_charts):
         small = [(p, s) for p, s in _fonts(layout) if s < 14]
         assert not small, f"{page}: {small}"
         assert node.proto.theme != "streamlit", f"{page}: Streamlit's chart theme overrides ours"
+
+
+def _text_sizes(node: object, path: str = "") -> list[tuple[str, float]]:
+    """Every text size set in a figure: fonts, tick fonts and trace text fonts."""
+    out = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key.endswith("font") and isinstance(value, dict) and "size" in value:
+                out.append((f"{path}.{key}", float(value["size"])))
+            out += _text_sizes(value, f"{path}.{key}")
+    elif isinstance(node, list) and node and isinstance(node[0], (dict, list)):
+        for i, value in enumerate(node):
+            out += _text_sizes(value, f"{path}[{i}]")
+    return out
+
+
+def test_presenter_mode_makes_every_text_projector_size(page_charts):
+    """Presenter mode (lessons/kit/present.py): every text at least 18 px, taller plots, and
+    the house rules still hold (valid Plotly, the legend where the template puts it)."""
+    page, nodes = page_charts
+    for node in nodes:
+        spec = json.loads(node.proto.spec)
+        spec["layout"].pop("template")
+        big = presented(spec)
+        sizes = _text_sizes(big["layout"]) + _text_sizes(big.get("data", []))
+        sizes += _text_sizes(big.get("frames", []))
+        small = [(p, s) for p, s in sizes if s < 18]
+        assert not small, f"{page}: {small}"
+        for key in ("title", "legend", "hoverlabel"):  # the template's 14-18 px, overridden
+            assert big["layout"][key]["font"]["size"] >= 18, (page, key)
+        for key in ("xaxis", "yaxis"):
+            axis = big["layout"][key]
+            assert min(axis["tickfont"]["size"], axis["title"]["font"]["size"]) >= 18, page
+        assert big["layout"]["height"] > spec["layout"].get("height", 450) * 1.2
+        assert not {"x", "y", "xanchor", "yanchor"} & set(big["layout"]["legend"]), page
+        import plotly.graph_objects as go
+
+        go.Figure(big)  # raises ValueError on any invalid property
 
 
 def test_legends_sit_above_the_plot(page_charts):

@@ -4,7 +4,8 @@
 // key, from Streamlit's st-key-KEY class on its container) with history.replaceState: no
 // reload, no rerun. It also lets the keyboard drive the animation last pointed at or clicked:
 // the right and left arrows step one frame, Space plays or pauses (keys typed into a control
-// are left alone). Runs once per browser tab. No angle brackets in this file: Streamlit's
+// are left alone); with none pointed at, the animation most in view. N and P scroll to the
+// next and previous section heading (presenter mode's "next section"). Runs once per browser tab. No angle brackets in this file: Streamlit's
 // HTML sanitizer would read them as tags.
 (function () {
   if (window.__stepwiseFrames) return;
@@ -60,12 +61,44 @@
     const t = gd._transitionData;
     return Boolean(t && (t._animationRaf || (t._frameQueue && t._frameQueue.length)));
   }
+  function onScreen() {
+    // the animated chart with the most of itself inside the window (none pointed at yet)
+    let best = null;
+    let most = 0;
+    for (const gd of document.querySelectorAll("[data-testid=stPlotlyChart] .js-plotly-plot")) {
+      if (!animated(gd)) continue;
+      const r = gd.getBoundingClientRect();
+      const seen = Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0);
+      if (seen > most) {
+        most = seen;
+        best = gd;
+      }
+    }
+    return best;
+  }
+  function toSection(step) {
+    // N and P: bring the next (or previous) heading of the page to the top of the window
+    const heads = Array.from(document.querySelectorAll("[data-testid=stMain] h1, [data-testid=stMain] h2, [data-testid=stMain] h3"));
+    const header = document.querySelector("[data-testid=stHeader]");
+    const line = (header ? header.getBoundingClientRect().bottom : 0) + 8; // a heading lands below it
+    const tops = heads.map(function (h) { return h.getBoundingClientRect().top; });
+    let i = -1;
+    if (step > 0) i = tops.findIndex(function (t) { return t > line; });
+    else i = tops.findLastIndex(function (t) { return line - 24 > t; });
+    if (i >= 0) heads[i].scrollIntoView({ block: "start" });
+  }
   document.addEventListener(
     "keydown",
     function (event) {
       const typing = event.target.closest && event.target.closest("input, textarea, select, [contenteditable=true], [role=slider]");
-      if (typing || !current || !document.body.contains(current) || !window.Plotly) return;
-      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      if (typing || event.altKey || event.ctrlKey || event.metaKey) return;
+      if (event.key === "n" || event.key === "p") {
+        toSection(event.key === "n" ? 1 : -1);
+        event.preventDefault();
+        return;
+      }
+      if (!current || !document.body.contains(current)) current = onScreen();
+      if (!current || !window.Plotly) return;
       const frames = current._transitionData._frames;
       const slider = current._fullLayout.sliders && current._fullLayout.sliders[0];
       const at = slider ? slider.active : 0;

@@ -5,7 +5,8 @@ legend above the plot) as its template, and Streamlit's own chart theme is switc
 house style is what a learner sees. `st.plotly_chart` turns a dict into a `go.Figure` to
 validate it, which costs about 1 ms per frame on every rerun; our figures are plain dicts that
 tests/test_figure_rules.py validates once with Plotly, so here they are handed over as an
-already-built figure and serialized directly.
+already-built figure and serialized directly. In presenter mode (ui/present.py) a figure is
+drawn at projector size first (lessons/kit/present.py).
 """
 
 from __future__ import annotations
@@ -17,24 +18,16 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from lessons.kit.figures import HOUSE
-
-
-def _merge(base: dict, top: dict) -> dict:
-    out = dict(base)
-    for key, value in top.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+from lessons.kit.figures import HOUSE, merge
+from lessons.kit.present import presented
+from ui import present
 
 
 @cache
 def template() -> dict:
     """Plotly's white template with the house layout on top."""
     base = copy.deepcopy(pio.templates["plotly_white"].to_plotly_json())
-    base["layout"] = _merge(base.get("layout", {}), HOUSE)
+    base["layout"] = merge(base.get("layout", {}), HOUSE)
     return base
 
 
@@ -56,4 +49,6 @@ def show(figure: dict, *, alt: str, key: str) -> None:
     """Render a Plotly figure dict; `alt` describes it for screen readers."""
     if not alt:
         raise ValueError("every chart needs alt text")
+    if present.on():
+        figure = presented(figure)
     st.plotly_chart(_Spec(figure), key=key, alt=alt, theme=None, width="stretch")

@@ -9,6 +9,9 @@ own default. The URL is written from the values on screen after every run (a val
 lesson's default is left out), so the address bar always reproduces the page. A value from a
 link is read only on the first run of the page in a session, checked against its control, and a
 bad one is reported as plain text and replaced by the default.
+
+Presenter mode (ui/present.py) draws only the controls a lesson marks `main` (the others keep
+their values and their place in the link) and shows each text section's brief.
 """
 
 from __future__ import annotations
@@ -22,17 +25,15 @@ import streamlit as st
 from lessons.course import SITE_TEXT, Lesson, lesson, lessons
 from lessons.kit import anim, limits, story
 from lessons.kit.controls import BadValue, Choice, Declared, Integer, Steps, Text, Toggle, declared
-from lessons.kit.controls import shown as shown_safe
+from lessons.kit.present import brief
 from lessons.kit.shared import DTYPE
 from lessons.text import section
+from ui import present
 from ui.charts import show
+from ui.links import bad_link, write_url
 from ui.quiz import render_lesson_practice
 
 KEEP = "keep:"
-_FRAME_JS = (Path(__file__).parent / "anim_link.js").read_text(encoding="utf-8")
-if "<" in _FRAME_JS:  # Streamlit's HTML sanitizer would cut the script at a tag-like "<..."
-    raise ValueError("ui/anim_link.js must not contain '<'")
-_FRAME_SCRIPT = "<script>" + _FRAME_JS + "</script>"
 WIDGET = "w:"
 
 
@@ -43,22 +44,6 @@ def _keep_key(url_key: str) -> str:
 def _saved(url_key: str) -> None:
     """on_change of a widget: the learner's value becomes the kept one."""
     st.session_state[_keep_key(url_key)] = st.session_state[WIDGET + url_key]
-
-
-def _write_url(url_key: str, value: str | None) -> None:
-    """Put a control's value in the address bar (None: leave it out). Only a change is sent:
-    every write is a message to the browser, and most reruns change one control at most."""
-    if st.query_params.get(url_key) == value:
-        return
-    if value is None:
-        del st.query_params[url_key]
-    else:
-        st.query_params[url_key] = value
-
-
-def _bad_link(key: str, raw: str, expected: str, default: str) -> None:
-    values = {"key": key, "value": shown_safe(raw), "expected": expected, "default": default}
-    st.warning(section(SITE_TEXT, "bad-link", values), icon=":material/link_off:")
 
 
 class LessonPage:
@@ -85,7 +70,7 @@ class LessonPage:
             try:
                 value = d.spec.parse(raw)
             except BadValue as exc:
-                _bad_link(url_key, raw, str(exc), d.spec.to_url(d.default))
+                bad_link(url_key, raw, str(exc), d.spec.to_url(d.default))
             else:
                 st.session_state[keep] = value
                 return value
@@ -118,12 +103,18 @@ class LessonPage:
         raise TypeError(f"no widget for {type(spec).__name__}")
 
     def _render(
-        self, d: Declared, on_change: Callable | None, chosen: dict[str, Any], drawn: bool = True
+        self,
+        d: Declared,
+        on_change: Callable | None,
+        chosen: dict[str, Any],
+        drawn: bool = True,
+        linked: bool = False,
     ) -> Any:
         url_key = d.url_key(self.prefix)
         value = self._initial(d, url_key)
-        if not drawn:  # hidden (show_if): keeps its value, leaves the URL
-            _write_url(url_key, None)
+        if not drawn:  # hidden (show_if): keeps its value, leaves the URL unless `linked`
+            url = d.spec.to_url(value) if linked and value != d.default else None
+            write_url(url_key, url)
             return value
         note = None
         if d.spec is DTYPE and value == "fp8" and not _has_fp8(chosen.get("gpu")):
@@ -133,39 +124,59 @@ class LessonPage:
         result = self._widget(d, value, on_change)
         if note is not None:
             st.caption(section(SITE_TEXT, "fp8-fallback", {"gpu": note}))
-        _write_url(url_key, None if result == d.default else d.spec.to_url(result))
+        write_url(url_key, None if result == d.default else d.spec.to_url(result))
         return result
 
     def controls(
         self,
         rows: Sequence[Sequence[str]] | None = None,
         *,
+        columns: Sequence[Sequence[str]] = (),
         on_change: dict[str, Callable[[], None]] | None = None,
         fixed: dict[str, Any] | None = None,
         show_if: dict[str, Callable[[dict[str, Any]], bool]] | None = None,
     ) -> Any:
-        """Draw the lesson's controls in rows of columns (field names; default: all in one row)
-        and return the Params they set. `fixed` gives fields not drawn (computed by the page).
+        """Draw the lesson's controls in rows of columns (field names; default: all in one row),
+        then any `columns` (each a list of names drawn one under the other), and return the
+        Params they set. `fixed` gives fields not drawn (computed by the page).
         `show_if[name](values so far)` False hides a control (it keeps its value)."""
         names = list(self.declared)
-        rows = rows if rows is not None else [names]
-        missing = set(names) - {n for row in rows for n in row} - set(fixed or {})
+        rows = rows if rows is not None else ([] if columns else [names])
+        laid_out = {n for group in (*rows, *columns) for n in group}
+        missing = set(names) - laid_out - set(fixed or {})
         if missing:
             raise ValueError(f"controls not laid out: {sorted(missing)}")
         chosen: dict[str, Any] = {}
         # The limit sliders hide while vLLM's defaults are on, on every lesson that has them.
         rules = {n: r for n, r in limits.SHOW_IF.items() if n in self.declared} | (show_if or {})
+        presenting = present.on()
+
+        def visible(group: Sequence[str]) -> list[str]:
+            """The names of `group` drawn now; the others keep their value (and their link,
+            when only presenting hides them)."""
+            drawn = [n for n in group if rules.get(n, _always)(chosen)]
+            shown = [n for n in drawn if not presenting or self.declared[n].spec.main]
+            for name in group:
+                if name not in shown:
+                    d = self.declared[name]
+                    chosen[name] = self._render(d, None, chosen, False, linked=name in drawn)
+            return shown
+
+        def draw(name: str) -> None:
+            hook = (on_change or {}).get(name)
+            chosen[name] = self._render(self.declared[name], hook, chosen)
+
         for row in rows:
-            drawn = [n for n in row if rules.get(n, _always)(chosen)]
-            for name in row:
-                if name not in drawn:
-                    chosen[name] = self._render(self.declared[name], None, chosen, drawn=False)
-            if not drawn:
-                continue
-            for col, name in zip(st.columns(len(drawn)), drawn, strict=True):
+            drawn = visible(row)
+            for col, name in zip(st.columns(len(drawn)) if drawn else [], drawn, strict=True):
                 with col:
-                    hook = (on_change or {}).get(name)
-                    chosen[name] = self._render(self.declared[name], hook, chosen)
+                    draw(name)
+        if columns:
+            for col, group in zip(st.columns(len(columns)), columns, strict=True):
+                with col:
+                    for name in group:  # in order: a show_if rule sees the values above it
+                        if name in visible([name]):
+                            draw(name)
         return self.params_cls(**chosen, **(fixed or {}))
 
     def defaults_note(self, readout: Any) -> None:
@@ -205,13 +216,15 @@ class LessonPage:
 
     # -- text and charts -----------------------------------------------------------------------
     def text(self, name: str, readout: Any = None, **extra: Any) -> str:
-        """Section `name` filled from the Readout (empty if its condition does not hold)."""
-        return story.text(self.text_path, name, readout, **extra)
+        """Section `name` filled from the Readout (empty if its condition does not hold); when
+        presenting, its brief (headings and one line)."""
+        body = story.text(self.text_path, name, readout, **extra)
+        return brief(body) if present.on() else body
 
     def say(self, readout: Any, *names: str, **extra: Any) -> None:
         """The named sections of text.md whose condition holds, filled from the Readout."""
         for name in names:
-            body = story.text(self.text_path, name, readout, **extra)
+            body = self.text(name, readout, **extra)
             if body:
                 st.markdown(body)
 
@@ -251,7 +264,7 @@ class LessonPage:
                 try:
                     st.session_state[state] = (sig, spec.parse(raw))
                 except BadValue as exc:
-                    _bad_link(url_key, raw, str(exc), str(anim.opened_at(figure)))
+                    bad_link(url_key, raw, str(exc), str(anim.opened_at(figure)))
         kept = st.session_state[state]
         if kept is None or kept[0] != sig:
             st.session_state[state] = None
@@ -260,15 +273,13 @@ class LessonPage:
 
     def warn(self, readout: Any, name: str, icon: str = ":material/warning:") -> None:
         """A warning box with section `name`, if its condition on the Readout holds."""
-        body = story.text(self.text_path, name, readout)
+        body = self.text(name, readout)
         if body:
             st.warning(body, icon=icon)
 
     # -- the end of every lesson ---------------------------------------------------------------
     def footer(self) -> None:
-        """Quiz and exercises, then Reset this lesson and the link to the next lesson; and the
-        script that keeps each animation's frame in the address bar."""
-        st.html(_FRAME_SCRIPT, unsafe_allow_javascript=True)
+        """Quiz and exercises, then Reset this lesson and the link to the next lesson."""
         if self.lesson is None:
             raise ValueError("a tool page has no quiz")
         self.say(None, "quiz")

@@ -61,6 +61,17 @@ HOUSE: dict = {
 }
 
 
+def merge(base: dict, top: dict) -> dict:
+    """`top` laid over `base`, nested dicts merged key by key (neither is changed)."""
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def axis(title: str, **extra) -> dict:
     """A linear axis; the title names the quantity and its unit, e.g. "step time (ms)"."""
     if "(" not in title:

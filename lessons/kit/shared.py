@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lessons.kit.controls import Choice, control
+from lessons.kit.controls import Choice, Toggle, control
 from sim.hardware import gpu_keys
 from sim.models import model_keys
 
@@ -18,6 +18,8 @@ GPU = Choice("GPU", key="gpu", shared=True, main=True, options=tuple(gpu_keys())
 MODEL = Choice("Model", key="model", shared=True, main=True, options=tuple(model_keys()))
 TP = Choice("GPUs (tensor parallel)", key="tp", shared=True, options=(1, 2, 4, 8))
 DTYPE = Choice("Weights", key="dtype", shared=True, options=("bf16", "fp8"), format=str.upper)
+# Presenter mode (ui/present.py) follows the instructor from page to page, like the GPU.
+PRESENT = Toggle("Presenter mode", key="present", shared=True)
 
 
 def gpu(default: str = "H100-SXM") -> Any:

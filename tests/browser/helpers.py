@@ -89,3 +89,17 @@ def full_screenshot(page: Page, path: str) -> None:
     page.wait_for_timeout(500)
     page.screenshot(path=path)
     page.set_viewport_size(size)
+
+
+def space_plays_and_pauses(page: Page, index: int, reach: int) -> int:
+    """Space plays the animation until its slider is at `reach` or later, Space pauses it; the
+    frame it stopped on (checked to stay put) is returned."""
+    active = "document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active"
+    page.keyboard.press(" ")
+    page.wait_for_function("([i, n]) => " + active + " >= n", arg=[index, reach], timeout=20_000)
+    page.keyboard.press(" ")
+    page.wait_for_timeout(1000)
+    paused = chart_state(page, index)["slider"]
+    page.wait_for_timeout(1000)
+    assert chart_state(page, index)["slider"] == paused, "the animation did not pause"
+    return paused

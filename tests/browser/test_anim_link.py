@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.helpers import CHART, chart_state, open_page
+from tests.browser.helpers import CHART, chart_state, open_page, space_plays_and_pauses
 
 pytestmark = pytest.mark.browser
 
@@ -78,25 +78,12 @@ def test_the_keyboard_steps_plays_and_pauses_the_animation_pointed_at(page: Page
     open_page(page, f"{app_url}/step-cost?cost-tokens=1", charts=3)
     chart = page.locator(CHART).nth(ANIM)
     chart.scroll_into_view_if_needed()
-    page.keyboard.press("ArrowRight")  # no animation pointed at yet: nothing moves
-    page.wait_for_timeout(500)
-    assert chart_state(page, ANIM)["slider"] == 0
     chart.hover()
     for want in (1, 2):
         page.keyboard.press("ArrowRight")
         _slider_is(page, want)
     page.keyboard.press("ArrowLeft")
     _slider_is(page, 1)
-    page.keyboard.press(" ")  # play
-    page.wait_for_function(
-        "i => document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active >= 4",
-        arg=ANIM,
-        timeout=20_000,
-    )
-    page.keyboard.press(" ")  # pause
-    page.wait_for_timeout(800)
-    paused = chart_state(page, ANIM)["slider"]
-    page.wait_for_timeout(1200)
-    assert chart_state(page, ANIM)["slider"] == paused
+    paused = space_plays_and_pauses(page, ANIM, reach=4)
     frames = chart_state(page, ANIM)["frames"]
     assert paused < frames - 1 or frames <= 5  # it stopped before the end

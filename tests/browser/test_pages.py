@@ -18,6 +18,7 @@ PAGES = [
     *[(f"/{lesson.url}", f"lesson_{lesson.id}", None) for lesson in lessons()],
     ("/practice", "practice", 0),
     ("/playground", "playground", 1),
+    ("/trace", "trace", 3),
     ("/progress", "progress", 0),
 ]
 

@@ -37,6 +37,7 @@ def _keys(module: str, prefix_attr: str = "PREFIX") -> list[str]:
 
 PAGES = [(f"/{lesson.url}", _keys(f"lessons.{lesson.id}.lesson")) for lesson in lessons()] + [
     ("/playground", _keys("lessons.calculator.tool")),
+    ("/trace", _keys("lessons.trace_lab.tool")),
     ("/", ["gpu", "x"]),
     ("/progress", ["x"]),
 ]

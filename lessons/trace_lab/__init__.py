@@ -1,0 +1,1 @@
+"""Playground: your own trace, simulated under two configurations side by side."""

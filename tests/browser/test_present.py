@@ -1,0 +1,95 @@
+"""Presenter mode and chart exports, as only a browser shows them: at 1280x720 the sidebar is
+gone, every chart text is at least 18 px, only the main controls are drawn, the keyboard alone
+drives the animation and moves between sections, and every chart has PNG and SVG buttons whose
+downloads are real images. Also inside an iframe-style embed (`?embed=true`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.helpers import CHART, chart_state, open_page, space_plays_and_pauses
+
+pytestmark = pytest.mark.browser
+
+ANIM = 2  # the step-cost lesson's animation (key cost-anim)
+SMALLEST_TEXT = (
+    "() => Math.min(...[...document.querySelectorAll('" + CHART + " text')]"
+    ".filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)"
+    ".map(t => parseFloat(getComputedStyle(t).fontSize)))"
+)
+
+
+@pytest.fixture
+def small(page: Page) -> Page:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    return page
+
+
+def _slider(page: Page) -> int:
+    return chart_state(page, ANIM)["slider"]
+
+
+def test_presenter_mode_on_a_projector(small: Page, app_url: str, shots):
+    page = small
+    open_page(page, f"{app_url}/step-cost?present=1&cost-tokens=1", charts=3)
+    assert "present=1" in page.url
+    expect(page.locator("[data-testid=stSidebar]")).to_be_hidden()
+    assert page.evaluate(SMALLEST_TEXT) >= 18
+    # the main control stays, the others keep their value off screen
+    expect(page.get_by_role("slider", name="Prompt tokens in the step")).to_be_visible()
+    expect(page.get_by_text("Running decodes", exact=True)).to_have_count(0)
+    page.screenshot(path=str(shots / "present_step-cost_1280x720.png"))
+    # the keyboard alone: no pointer has touched the page
+    page.locator(CHART).nth(ANIM).scroll_into_view_if_needed()
+    assert _slider(page) == 0
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "i => document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active === 1",
+        arg=ANIM,
+        timeout=15_000,
+    )
+    space_plays_and_pauses(page, ANIM, reach=3)
+    # N brings the next heading to the top, P goes back
+    heads = "[data-testid=stMain] h2, [data-testid=stMain] h3"
+    top = "s => [...document.querySelectorAll(s)].map(h => h.getBoundingClientRect().top | 0)"
+    line = page.evaluate(
+        "() => document.querySelector('[data-testid=stHeader]').getBoundingClientRect().bottom"
+    )
+    before = page.evaluate(top, heads)
+    nxt = next(i for i, t in enumerate(before) if t > line + 8)
+    for key, want in (("n", nxt), ("n", nxt + 1), ("p", nxt)):
+        page.keyboard.press(key)
+        page.wait_for_timeout(600)
+        assert abs(page.evaluate(top, heads)[want] - line) <= 8, (key, want, before)
+    # turning it off brings the sidebar and the other controls back, and leaves the link
+    page.get_by_text("Presenter mode").click()
+    expect(page.get_by_text("Running decodes", exact=True)).to_be_visible()
+    page.wait_for_function("() => !location.search.includes('present=')", timeout=15_000)
+
+
+def test_presenter_mode_inside_an_embed(small: Page, app_url: str):
+    open_page(small, f"{app_url}/step-cost?embed=true&present=1", charts=3)
+    assert small.evaluate(SMALLEST_TEXT) >= 18
+    expect(small.get_by_role("slider", name="Prompt tokens in the step")).to_be_visible()
+    expect(small.get_by_text("Running decodes", exact=True)).to_have_count(0)
+    expect(small.locator(".stepwise-export")).to_have_count(3)
+
+
+def test_every_chart_downloads_as_png_and_svg(page: Page, app_url: str):
+    charts = open_page(page, f"{app_url}/step-cost", charts=3)
+    expect(page.locator(".stepwise-export")).to_have_count(charts)
+    first = page.locator("[data-testid=stElementContainer]", has=page.locator(CHART)).first
+    with page.expect_download() as svg:
+        first.locator(".stepwise-export-svg").click()
+    body = Path(svg.value.path()).read_bytes()
+    assert svg.value.suggested_filename.endswith(".svg")
+    assert b"<svg" in body[:400] and len(body) > 5_000
+    with page.expect_download() as png:
+        first.locator(".stepwise-export-png").click()
+    data = Path(png.value.path()).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(data[16:20], "big")
+    assert width == 3200  # 1600 px at scale 2

@@ -1,0 +1,40 @@
+"""Uploading a trace in the browser: a good file is run and compared, a bad one gets one plain
+message naming its rows (a hostile file name included), and nothing shows a traceback."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.helpers import open_page
+
+pytestmark = pytest.mark.browser
+
+UPLOAD = "[data-testid=stFileUploaderDropzoneInput]"
+
+
+def _upload(page: Page, name: str, data: bytes) -> None:
+    page.locator(UPLOAD).set_input_files({"name": name, "mimeType": "text/csv", "buffer": data})
+
+
+def test_uploading_a_trace(page: Page, app_url: str):
+    open_page(page, f"{app_url}/trace?trc-trace=Your+file", charts=0)
+    expect(page.get_by_text("Choose a CSV file above to run it.")).to_be_visible()
+    bad = b"arrival_s,prompt_tokens,output_tokens\n0,100,20\n1,-5,20\n2,x,3\n"
+    _upload(page, "[click](http://evil.example) #x.csv", bad)
+    alert = page.get_by_text("This trace cannot be run")
+    expect(alert).to_be_visible()
+    assert "row 4" in alert.inner_text()  # the one that is not a number
+    assert page.locator("[data-testid=stMain] a[href*='evil']").count() == 0
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    rows = "".join(f"{i * 0.25},{200 + i},{30 + i % 7}\n" for i in range(60))
+    _upload(page, "mine.csv", b"arrival_s,prompt_tokens,output_tokens\n" + rows.encode())
+    expect(page.get_by_text("60 requests arriving over")).to_be_visible(timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=stPlotlyChart] .js-plotly-plot').length"
+        " === 3",
+        timeout=60_000,
+    )
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Download every request's results (CSV)").click()
+    assert got.value.suggested_filename == "stepwise-requests.csv"

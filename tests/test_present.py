@@ -1,0 +1,76 @@
+"""Presenter mode without a browser: the brief of a text section, and what a presenting page
+draws (main controls only, briefs, the link) in AppTest. tests/browser/test_present.py checks
+what only a browser shows (sizes on screen, the keyboard, the downloads)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lessons.course import lessons
+from lessons.kit import story
+from lessons.kit.present import brief
+from tests.apptest_util import run_page
+
+PAGE = "pages/lesson_step_cost.py"
+
+
+def test_brief_keeps_headings_and_the_first_sentence():
+    text = (
+        "### The floor\n\nA step of **one token. Really** costs 5 ms. The rest is detail.\n\nMore."
+    )
+    assert brief(text) == "### The floor\n\nA step of **one token. Really** costs 5 ms."
+
+
+def test_brief_of_a_list_a_table_and_nothing():
+    assert brief("- First item. Second sentence.\n- Another item") == "- First item."
+    assert brief("| a | b |\n|---|---|\n| 1 | 2 |\n\nAfter the table. Yes.") == "After the table."
+    assert brief("") == ""
+    assert brief("e.g. this stays whole. Then this goes.") == "e.g. this stays whole."
+    assert brief("# Title") == "# Title"
+
+
+def test_every_lesson_section_has_a_short_brief():
+    """No brief is empty where its section has prose, and none is longer than its section."""
+    for lesson in lessons():
+        for section in story.parse(lesson.text_path):
+            body = section.body
+            short = brief(body)
+            assert len(short) <= len(body), (lesson.id, section.name)
+            if body and not body.startswith(("|", "-", "<")):
+                assert short, (lesson.id, section.name)
+
+
+def _drawn_labels(at) -> set[str]:
+    return {w.label for w in [*at.slider, *at.select_slider, *at.selectbox, *at.toggle]}
+
+
+def test_a_presenting_page_draws_main_controls_and_briefs():
+    at = run_page(PAGE, query={"present": "1", "cost-decodes": "8"})
+    labels = _drawn_labels(at)
+    assert "Prompt tokens in the step" in labels and "Running decodes" not in labels
+    assert at.query_params["present"] == "1"
+    assert at.query_params["cost-decodes"] == "8"  # off screen, still in the link
+    plain = run_page(PAGE, query={"cost-decodes": "8"})
+    assert "Running decodes" in _drawn_labels(plain)
+    words = sum(len(m.value.split()) for m in at.markdown)
+    assert words < 0.5 * sum(len(m.value.split()) for m in plain.markdown)
+    # the run itself is the same: the hidden control still counts
+    assert [m.value for m in at.metric] == [m.value for m in plain.metric]
+
+
+def test_presenter_mode_follows_to_the_next_page_and_turns_off():
+    at = run_page(PAGE, query={"present": "1"})
+    at.switch_page("pages/lesson_overload.py").run()
+    assert not at.exception and at.toggle(key="w:present").value is True
+    at.toggle(key="w:present").set_value(False).run()
+    assert "present" not in at.query_params
+    assert "Offered load (% of capacity)" in _drawn_labels(at)
+
+
+@pytest.mark.parametrize("raw", ["yes", "`[x](http://e.x)`", "1" * 500])
+def test_a_bad_present_link_is_reported_as_plain_text(raw):
+    at = run_page(query={"present": raw})  # the frame reads it on the first run, on any page
+    warning = at.warning[0].value
+    assert "present" in warning and "](" not in warning and len(warning) < 300
+    at.switch_page(PAGE).run()
+    assert not at.exception and at.toggle(key="w:present").value is False

@@ -1,0 +1,99 @@
+"""The trace playground (lessons/trace_lab, pages/trace.py): what a bad file gets, that each
+side is the run `simulate` would make, the comparison and the per-request CSV, and the page."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lessons.trace_lab import figures, tool
+from sim.errors import SimInputError
+from sim.metrics import summarize
+from sim.timed import config_for, deployment, run_timed
+from tests.apptest_util import run_page
+
+MML = 131_072
+GOOD = b"arrival_s,prompt_tokens,output_tokens\n0,100,20\n0.5,300,40\n1.0,50,10\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b"arrival_s,prompt_tokens\n0,100\n", "missing column output_tokens"),
+        (b"arrival_s,prompt_tokens,output_tokens\n0,abc,20\n", "row"),
+        (b"arrival_s,prompt_tokens,output_tokens\n-1,100,20\n", "row 2"),
+        (b"arrival_s,prompt_tokens,output_tokens\n0,200000,20\n", "max_model_len"),
+        (b"", "empty"),
+        (b"arrival_s,prompt_tokens,output_tokens\n", "no requests"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00binary", "binary"),
+    ],
+)
+def test_a_bad_trace_is_refused_with_one_line(data, says):
+    with pytest.raises(SimInputError) as err:
+        tool.load(data, "mine.csv", MML)
+    message = str(err.value)
+    assert says in message and "\n" not in message and "mine.csv" in message
+
+
+def test_too_big_and_too_many_are_refused(monkeypatch):
+    with pytest.raises(SimInputError, match="over 20 MB"):
+        tool.load(b"x" * (tool.MAX_UPLOAD_MB * 1024 * 1024 + 1), "big.csv", MML)
+    monkeypatch.setattr(tool, "MAX_REQUESTS", 2)
+    with pytest.raises(SimInputError, match="has 3 requests"):
+        tool.load(GOOD, "three.csv", MML)
+
+
+def test_each_side_is_the_run_simulate_makes():
+    p = tool.Params(b_defaults=False, b_budget=512, b_seqs=4)
+    trace = tool.sample("documents", tool.max_model_len(p))
+    side = tool.run_side(p, "b", trace)
+    dep = deployment(p.gpu, p.model)
+    config = config_for(dep, max_num_batched_tokens=512, max_num_seqs=4)
+    direct = summarize(run_timed(config, trace.workload, dep))
+    assert side.summary == direct
+    assert side.ttft_p99_ms == direct["ttft_ms"]["p99"] and side.max_num_seqs == 4
+    assert tool.run_side(p, "b", trace) is side  # cached
+    a = tool.run_side(p, "a", trace)
+    r = tool.build(trace, p, a, side)
+    assert r.b_better_ttft == (side.ttft_p99_ms < a.ttft_p99_ms)
+    table = tool.comparison(r)
+    assert table.loc[table[""] == "max_num_seqs", "B"].item() == "4"
+    csv = pd.read_csv(io.BytesIO(tool.per_request_csv(r)))
+    assert len(csv) == 2 * trace.workload.num_requests
+    assert set(csv["configuration"]) == {"A", "B"}
+    b_ttft = csv.loc[csv["configuration"] == "B", "ttft_ms"].to_numpy()
+    assert np.percentile(b_ttft, 50) == pytest.approx(direct["ttft_ms"]["p50"], rel=1e-6)
+    fig = figures.distribution(r, "ttft")
+    assert [t["name"] for t in fig["data"]] == ["A", "B"] and fig["data"][1]["y"][-1] == 100
+
+
+def test_the_page_shows_the_readout_of_the_sample():
+    at = run_page("pages/trace.py", timeout=120)
+    p = tool.Params()
+    trace = tool.sample("chat", tool.max_model_len(p))
+    a, b = tool.run_side(p, "a", trace), tool.run_side(p, "b", trace)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["TTFT p99, A"] == f"{a.ttft_p99_ms:,.0f} ms"
+    assert shown["TTFT p99, B"] == f"{b.ttft_p99_ms:,.0f} ms"
+    assert len(at.get("plotly_chart")) == 3
+    at.selectbox(key="w:trc-trace").set_value("upload").run()
+    assert not at.exception and not at.get("plotly_chart")
+    assert any("Choose a CSV file" in m.value for m in at.markdown)
+    at.toggle(key="w:trc-b-caching").set_value(True).run()  # still waiting for a file
+    assert not at.exception
+
+
+def test_progress_is_reported_while_a_run_goes(monkeypatch):
+    import sim.scheduler
+
+    monkeypatch.setattr(sim.scheduler, "PROGRESS_EVERY_S", 0.0)
+    seen: list[tuple[int, int]] = []
+    trace = tool.load(GOOD, "t.csv", MML)
+    dep = deployment("L4", "Llama-3.1-8B")
+    run_timed(config_for(dep), trace.workload, dep, progress=lambda d, n: seen.append((d, n)))
+    assert seen and all(n == 3 for _, n in seen)
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[-1] < 3
