@@ -32,7 +32,10 @@ pages = {
         for lesson in lessons()
     ],
     "Practice": [
-        st.Page("pages/practice.py", title="Practice", icon=":material/quiz:", url_path="practice")
+        st.Page("pages/practice.py", title="Practice", icon=":material/quiz:", url_path="practice"),
+        st.Page(
+            "pages/classroom.py", title="Class quiz", icon=":material/groups:", url_path="class"
+        ),
     ],
     "Playground": [
         st.Page(
@@ -55,8 +58,8 @@ pages = {
     ],
 }
 pg = st.navigation(pages)
-# The presenter toggle sits on every lesson and on Practice (the class quiz's page).
-TOGGLED = {lesson.url for lesson in lessons()} | {"practice"}
+# The presenter toggle sits on every lesson, on Practice and on the class quiz.
+TOGGLED = {lesson.url for lesson in lessons()} | {"practice", "class"}
 
 
 @st.cache_resource(show_spinner=False)

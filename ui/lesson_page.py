@@ -283,6 +283,12 @@ class LessonPage:
         if self.lesson is None:
             raise ValueError("a tool page has no quiz")
         self.say(None, "quiz")
+        st.page_link(
+            "pages/classroom.py",
+            label=section(SITE_TEXT, "class-room-link"),
+            icon=":material/groups:",
+            query_params={"lesson": self.lesson.id},
+        )
         render_lesson_practice(self.lesson)
         left, right = st.columns(2, vertical_alignment="center")
         left.button(

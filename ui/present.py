@@ -1,10 +1,11 @@
 """Presenter mode: one setting that follows the instructor from page to page (`?present=1`).
 
-It is turned on by the toggle at the top of every lesson and of Practice, or by a link, and is
-kept in the session like the GPU, so every page presents until it is turned off; the address
-bar carries it, so a link reproduces it. When it is on, the frame (app.py) folds the sidebar
-away and makes text and metrics larger (the CSS below), and the lesson kit shows each section's
-brief, only the main controls and the charts at projector size (lessons/kit/present.py).
+It is turned on by the toggle at the top of every lesson, of Practice and of the class quiz,
+or by a link, and is kept in the session like the GPU, so every page presents until it is
+turned off; the address bar carries it, so a link reproduces it. When it is on, the frame
+(app.py) folds the sidebar away and makes text and metrics larger (the CSS below), and the
+lesson kit shows each section's brief, only the main controls and the charts at projector size
+(lessons/kit/present.py).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _changed() -> None:
 
 
 def frame(with_toggle: bool) -> bool:
-    """Called by the frame on every run: the toggle (on lesson pages and Practice), the styles
+    """Called by the frame on every run: the toggle (lessons, Practice, the class quiz), the styles
     when presenting, and the address bar. Returns whether this run presents."""
     _from_link()
     if with_toggle:

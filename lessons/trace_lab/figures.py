@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from lessons.kit import story
 from lessons.kit.figures import axis, line, log_axis
-from lessons.trace_lab.tool import Readout
+from lessons.trace_lab.tool import TEXT, Readout
 
 POINTS = 400
 # (key, per-request column, axis title, hover unit, log axis)
@@ -45,7 +46,8 @@ def distribution(r: Readout, key: str) -> dict:
     return {
         "data": data,
         "layout": {
-            "height": 360,
+            "title": {"text": story.labels(TEXT)[f"title-{key}"]},
+            "height": 380,
             "xaxis": x_axis,
             "yaxis": axis("requests at or below (%)", range=[0, 100]),
         },

@@ -38,8 +38,8 @@ TEXT = HERE / "text.md"
 SAMPLES = {"chat": HERE / "samples" / "chat.csv", "documents": HERE / "samples" / "documents.csv"}
 TRACES = (*SAMPLES, "upload")
 TRACE_NAMES = {
-    "chat": "Sample: chat (400 requests)",
-    "documents": "Sample: chat and long documents (400 requests)",
+    "chat": "Sample: chat (240 requests)",
+    "documents": "Sample: chat and long documents (240 requests)",
     "upload": "Your file",
 }
 

@@ -1,0 +1,106 @@
+"""The class quiz under load (issue 12): one instructor and 30 students, each in a headless
+Chromium context of its own, answering 5 rounds; first against one app server (SQLite), then
+against two app servers sharing one PostgreSQL (the instructor on the first, students split
+between both). Every answer must be counted exactly once (the database's count and the
+instructor's chart); reported: the time from a student's click on Send to the instructor's
+chart showing that answer (p50 and p95; the chart refreshes every second) and session errors.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+STUDENTS = int(os.environ.get("STEPWISE_CLASS_STUDENTS", "30"))
+ROUNDS = 5
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def _one(label: str, urls: list[str], db_url: str) -> str:
+    from playwright.sync_api import sync_playwright
+
+    from lessons.quiz.rooms import Rooms
+    from lessons.quiz.store import create_engine
+    from tests.browser.classroom_driver import open_class, run_round
+
+    errors: list[str] = []
+    started = time.perf_counter()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=os.environ.get("STEPWISE_CHROMIUM", "/usr/bin/chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu"],
+        )
+        c = open_class(browser, urls[0], STUDENTS, student_urls=urls)
+        for page in (c.teacher, *c.students):
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+        counted = [run_round(c, pick=r) for r in range(ROUNDS)]
+        shown_errors = sum(
+            page.locator("[data-testid=stException]").count() for page in (c.teacher, *c.students)
+        )
+        browser.close()
+    engine = create_engine(db_url)
+    rooms = Rooms(engine)
+    stored = [sum(rooms.counts(c.code, n).values()) for n in range(1, ROUNDS + 1)]
+    engine.dispose()
+    lat = [(s - k) * 1e3 for k, s in zip(c.clicks, c.seen, strict=True)]
+    once = all(n == STUDENTS for n in stored) and all(n == STUDENTS for n in counted)
+    return (
+        f"| {label} | {STUDENTS} x {ROUNDS} | {sum(stored)} | {'yes' if once else 'NO'} | "
+        f"{statistics.median(lat):.0f} | {_pct(lat, 95):.0f} | {shown_errors + len(errors)} | "
+        f"{time.perf_counter() - started:.0f} |"
+    )
+
+
+def run() -> str:
+    from tests import pg_cluster
+    from tests.browser import server
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "class.db"
+        os.environ["STEPWISE_PROGRESS_DB"] = str(db)
+        os.environ.pop("STEPWISE_DATABASE_URL", None)
+        proc, url = server.start(Path(tmp) / "server.log")
+        try:
+            rows.append(_one("one server, SQLite", [url], f"sqlite:///{db}"))
+        finally:
+            server.stop(proc)
+    try:
+        cluster = pg_cluster.start(durable=True)
+    except pg_cluster.ClusterError as exc:
+        rows.append(f"| two servers, PostgreSQL | not run: {exc} | | | | | | |")
+    else:
+        os.environ["STEPWISE_DATABASE_URL"] = cluster.url
+        procs = []
+        try:
+            procs = [server.start() for _ in range(2)]
+            urls = [u for _, u in procs]
+            rows.append(_one("two servers, one PostgreSQL 15", urls, cluster.url))
+        finally:
+            for p, _ in procs:
+                server.stop(p)
+            os.environ.pop("STEPWISE_DATABASE_URL", None)
+            cluster.stop()
+    return "\n".join(
+        [
+            "## Class quiz: 30 students at once (ui/classroom.py, lessons/quiz/rooms.py)",
+            "",
+            "One instructor and 30 students, each a headless Chromium context of its own on "
+            "this 2-core machine (browsers and servers share the cores), answering 5 rounds. "
+            "Click to chart: from a student's click on Send to the instructor's chart counting "
+            "that answer (the chart refreshes every second). Errors: exceptions shown on any "
+            "page plus script errors in the browsers.",
+            "",
+            "| setup | students x rounds | answers stored | each counted once | "
+            "click to chart p50 (ms) | p95 (ms) | errors | wall (s) |",
+            "|---|---|---:|---|---:|---:|---:|---:|",
+            *rows,
+        ]
+    )

@@ -1,0 +1,34 @@
+"""A live class quiz in real browsers: the instructor opens a room, two students join and
+answer two rounds; every answer is counted once, no student sees the answer before the reveal,
+and a second answer from a student changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from lessons.quiz.rooms import Rooms
+from lessons.quiz.store import open_store
+from tests.browser.classroom_driver import open_class, run_round
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_class_answers_two_rounds(browser: Browser, app_url: str, shots):
+    c = open_class(browser, app_url, 2)
+    expect(c.teacher.get_by_text("2 students in the room")).to_be_visible(timeout=15_000)
+    expect(c.teacher.locator("svg").first).to_be_visible()  # the QR code
+    for round_no in (1, 2):
+        student = c.students[0]
+        assert run_round(c, pick=round_no) == 2
+        # before the reveal, no student saw the answer; after it, each does
+        expect(student.get_by_text("The answer:")).to_be_visible(timeout=15_000)
+    c.teacher.screenshot(path=str(shots / "class_teacher.png"))
+    c.students[0].screenshot(path=str(shots / "class_student.png"))
+    rooms = Rooms(open_store(None).engine)
+    assert [sum(rooms.counts(c.code, n).values()) for n in (1, 2)] == [2, 2]
+    board = rooms.leaderboard(c.code)
+    assert sorted(b.nickname for b in board) == ["student 0", "student 1"]
+    assert all(b.answered == 2 for b in board)
+    for page in (c.teacher, *c.students):
+        page.context.close()

@@ -1,0 +1,68 @@
+"""The class quiz page in AppTest: an instructor's session and a student's session (each
+AppTest is its own learner) on one room, a bad or stale room code, and a host link."""
+
+from __future__ import annotations
+
+from lessons.course import lesson
+from lessons.quiz.rooms import Rooms
+from tests.apptest_util import run_page
+
+PAGE = "pages/classroom.py"
+
+
+def _texts(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def _teacher():
+    at = run_page(PAGE, query={"lesson": "step_cost"}, timeout=90)
+    at.button(key="class-open").click().run()
+    assert not at.exception
+    return at, at.query_params["room"]
+
+
+def test_a_round_between_an_instructor_and_a_student():
+    teacher, code = _teacher()
+    assert f"Room {code}" in _texts(teacher) and "0 students" in _texts(teacher)
+    student = run_page(PAGE, query={"room": code})
+    assert not student.get("plotly_chart")  # a student sees no host controls or chart
+    student.text_input(key="class-nick").input("Ann")
+    student.button[0].click().run()
+    assert "You are **Ann**" in _texts(student)
+    assert "Waiting for the instructor" in _texts(student)
+    teacher.button(key="class-next").click().run()
+    q = lesson("step_cost").bank().questions[0]
+    student.run()
+    assert q.prompt in _texts(student)
+    assert "The answer:" not in _texts(student)  # nothing given away before the reveal
+    wrong = next(c for c in q.shown_choices if c != q.correct_choice)
+    radio = next(r for r in student.radio if r.key.startswith("class-choice-"))
+    radio.set_value(wrong)
+    next(b for b in student.button if b.key.endswith("-send")).click().run()
+    assert "Your answer is in" in _texts(student)
+    teacher.run()
+    assert "1 of 1 answered" in _texts(teacher)
+    chart = teacher.get("plotly_chart")[0]
+    assert '"x":[1]' in chart.proto.spec.replace(" ", "")
+    teacher.button(key="class-reveal").click().run()
+    student.run()
+    assert f"**The answer:** {q.correct_choice}" in _texts(student)
+    assert "You answered" in _texts(student)
+
+
+def test_a_bad_or_unknown_code_is_reported_as_plain_text():
+    for raw, says in (("[x](http://e.x)", "is not a room code"), ("ZZZZZ", "no open room")):
+        at = run_page(PAGE, query={"room": raw})
+        warning = at.warning[0].value
+        assert says in warning and "](" not in warning
+        assert at.button(key="class-open")  # the forms are still there
+
+
+def test_a_host_link_makes_a_new_session_the_host_and_leaves_the_address_bar():
+    from lessons.quiz.store import open_store
+
+    code, token = Rooms(open_store(None).engine).open("step_loop")
+    at = run_page(PAGE, query={"room": code, "host": token})
+    assert "host" not in at.query_params and f"Room {code}" in _texts(at)
+    other = run_page(PAGE, query={"room": code, "host": "not-the-token"})
+    assert f"Room {code}" not in _texts(other)  # a wrong token: a student's view

@@ -1,0 +1,303 @@
+"""The class quiz on screen: the instructor's room (code, QR, live answers, reveal, leaderboard)
+and a student's view (join, answer once, see the reveal), over lessons/quiz/rooms.py.
+
+The instructor's host token lives in the session (never in the address bar, which the class can
+see on the projector); a host link to reopen the room is shown once. A student is this browser's
+anonymous learner id (ui/state.py). The live parts are fragments that rerun by themselves (the
+instructor's every second, a student's every two), so an answer reaches the instructor's chart
+within about a second and a new question a student's page within two. Nicknames and codes come
+from people: they are shown as plain text only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from pathlib import Path
+
+import segno
+import streamlit as st
+
+from lessons.course import Lesson, lesson, lessons
+from lessons.kit import story
+from lessons.kit.controls import shown
+from lessons.kit.figures import axis, bars
+from lessons.quiz.bank import Question
+from lessons.quiz.rooms import CLOSE_AFTER_S, CODE_LEN, RoomError, Rooms, clean_code
+from lessons.text import section
+from ui.charts import show
+from ui.state import learner_id, store
+
+TEXT = Path(__file__).resolve().parents[1] / "lessons" / "quiz" / "classroom.md"
+HOSTED = "class-hosted"  # session: {room code: host token}
+REFRESH_S = 1.0  # the instructor's chart
+STUDENT_REFRESH_S = 2.0  # a student's page: a class of 30 polls 15 times a second in all
+HOURS = CLOSE_AFTER_S // 3600
+
+
+@st.cache_resource(show_spinner=False)
+def _rooms(url: str) -> Rooms:
+    return Rooms(store().engine)
+
+
+def rooms() -> Rooms:
+    """The rooms of the progress database (one per process)."""
+    return _rooms(store().describe())
+
+
+def say(name: str, **values) -> None:
+    st.markdown(section(TEXT, name, {"hours": HOURS, **values}))
+
+
+def words(name: str, **values) -> str:
+    return section(TEXT, name, {"hours": HOURS, **values})
+
+
+def hosted() -> dict[str, str]:
+    return st.session_state.setdefault(HOSTED, {})
+
+
+def take_host_link() -> None:
+    """A host link (?room=CODE&host=TOKEN) makes this session the host, and leaves the URL."""
+    token = st.query_params.get("host")
+    code = clean_code(st.query_params.get("room", ""))
+    if token is None:
+        return
+    del st.query_params["host"]
+    if code and rooms().is_host(code, token):
+        hosted()[code] = token
+
+
+def join_link(code: str) -> str:
+    base = (st.context.url or "").split("?")[0]
+    return f"{base}?room={code}"
+
+
+def qr_svg(text: str) -> str:
+    buffer = io.BytesIO()
+    segno.make(text, error="m").save(buffer, kind="svg", scale=8, border=2, dark="#1b1b1f")
+    return buffer.getvalue().decode("utf-8")
+
+
+def questions(room_lesson: str) -> tuple[Question, ...]:
+    return lesson(room_lesson).bank().questions
+
+
+def open_or_join(default_lesson: str | None) -> None:
+    """The two forms of the page without a room: open one (teach), or join one (learn)."""
+    teach, learn = st.columns(2, gap="large")
+    with teach:
+        say("open-title")
+        ids = [x.id for x in lessons()]
+        pick = st.selectbox(
+            words("open-lesson"),
+            ids,
+            index=ids.index(default_lesson) if default_lesson in ids else 0,
+            format_func=lambda i: lesson(i).title,
+            key="class-lesson",
+        )
+        if st.button(words("open-button"), key="class-open", type="primary"):
+            code, token = rooms().open(pick)
+            hosted()[code] = token
+            st.session_state["class-host-link"] = code
+            st.query_params["room"] = code
+            st.rerun()
+    with learn:
+        say("join-title")
+        with st.form("class-join"):
+            code = st.text_input(words("join-code"), max_chars=12, key="class-code")
+            name = st.text_input(words("join-nickname"), max_chars=24, key="class-nick")
+            if st.form_submit_button(words("join-button")):
+                join(code, name)
+
+
+def join(raw_code: str, name: str) -> None:
+    code = clean_code(raw_code)
+    if code is None:
+        st.error(words("bad-code", code=shown(raw_code, limit=20)))
+        return
+    try:
+        rooms().join(code, learner_id(), name)
+    except RoomError as exc:
+        st.error(words("refused", problem=shown(str(exc), limit=120)))
+        return
+    st.query_params["room"] = code
+    st.rerun()
+
+
+def answers_figure(q: Question, counts: dict[str, int], number: int, reveal: bool) -> dict:
+    label = story.labels(TEXT)
+    choices = list(q.shown_choices)
+    role = ["healthy" if reveal and c == q.correct_choice else "primary" for c in choices]
+    data = [
+        bars([counts.get(c, 0)], [c], c, r, horizontal=True, showlegend=False)
+        for c, r in zip(choices, role, strict=True)
+    ]
+    layout = {
+        "title": {"text": f"Question {number}"},
+        "height": 120 + 60 * len(choices),
+        "xaxis": axis(label["students"], rangemode="tozero", dtick=1),
+        "yaxis": axis(label["choice"], autorange="reversed", automargin=True),
+        "margin": {"l": 40, "r": 30, "t": 60, "b": 60},
+    }
+    return {"data": data, "layout": layout}
+
+
+def closes_at(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%H:%M")
+
+
+def room_lesson(code: str) -> Lesson | None:
+    room = rooms().room(code)
+    return None if room is None else lesson(room.lesson)
+
+
+# -- the instructor ---------------------------------------------------------------------------
+def host_view(code: str, token: str) -> None:
+    room = rooms().room(code)
+    taught = lesson(room.lesson)
+    say("host-title", code=code)
+    left, right = st.columns([3, 1])
+    with left:
+        say("host-join", link=join_link(code), code=code)
+        if st.session_state.pop("class-host-link", None) == code:
+            host_link = f"{join_link(code)}&host={token}"
+            st.caption(words("host-link", host_link=host_link))
+    with right:
+        st.html(qr_svg(join_link(code)))
+    live_round(code, token, taught, room.closes_at)
+
+
+def _act(action, *args) -> None:
+    """on_click of a host button: do it; a refusal (RoomError) is shown, never raised."""
+    try:
+        action(*args)
+    except RoomError as exc:
+        st.session_state["class-refused"] = str(exc)
+
+
+@st.fragment(run_every=REFRESH_S)
+def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
+    """The current round, its answers as they come in, and the host's buttons."""
+    r = rooms()
+    refused = st.session_state.pop("class-refused", None)
+    if refused:
+        st.warning(words("refused", problem=shown(refused, limit=120)))
+    members = r.num_members(code)
+    say("host-members", members=members, lesson=taught.title, closes=closes_at(closes))
+    bank = questions(taught.id)
+    current = r.current(code)
+    asked = set(r.asked(code))
+    left = [q for q in bank if q.id not in asked]
+    if current is None:
+        say("host-none")
+    else:
+        q = next(x for x in bank if x.id == current.question)
+        counts = r.counts(code, current.number)
+        st.markdown(f"**{current.number}.** {q.prompt}")
+        alt = words("alt-answers", number=current.number, answered=sum(counts.values()))
+        show(answers_figure(q, counts, current.number, current.revealed), alt=alt,
+             key=f"class-answers-{current.number}")  # fmt: skip
+        say("host-count", answered=sum(counts.values()), members=members)
+        if current.revealed:
+            say("right-answer", answer=q.correct_choice)
+            st.markdown(q.explanation)
+            if q.computed:
+                say("host-predict")
+                st.page_link(taught.page, label=taught.title, query_params={"present": "1"})
+        else:
+            st.button(words("host-reveal"), key="class-reveal", type="primary",
+                      on_click=_act, args=(r.reveal, code, token, current.number))  # fmt: skip
+    if current is None or current.revealed:
+        if left:
+            st.button(words("host-next"), key="class-next", type="primary",
+                      on_click=_act, args=(r.push, code, token, left[0].id))  # fmt: skip
+        else:
+            say("host-done")
+    board = r.leaderboard(code)
+    if board:
+        say("leaderboard")
+        rows = {"nickname": [b.nickname for b in board], "right": [b.right for b in board]}
+        rows["answered"] = [b.answered for b in board]
+        st.dataframe(rows, hide_index=True)
+
+
+# -- a student --------------------------------------------------------------------------------
+def student_view(code: str) -> None:
+    me = learner_id()
+    nickname = rooms().nickname(code, me)
+    if nickname is None:
+        say("join-title")
+        with st.form("class-join-here"):
+            name = st.text_input(words("join-nickname"), max_chars=24, key="class-nick")
+            if st.form_submit_button(words("join-button")):
+                join(code, name)
+        return
+    st.markdown(words("student-hello", nickname=shown(nickname, limit=30), code=code))
+    student_round(code, me, room_lesson(code))
+
+
+def _send(code: str, number: int, q: Question, key: str) -> None:
+    choice = st.session_state.get(key)
+    if choice is None:
+        return
+    try:  # graded here, on the server: the page never holds the right answer before the reveal
+        rooms().answer(code, number, learner_id(), choice, choice == q.correct_choice)
+    except RoomError as exc:
+        st.session_state["class-refused"] = str(exc)
+
+
+@st.fragment(run_every=STUDENT_REFRESH_S)
+def student_round(code: str, me: str, taught: Lesson) -> None:
+    r = rooms()
+    refused = st.session_state.pop("class-refused", None)
+    if refused:
+        st.warning(words("refused", problem=shown(refused, limit=120)))
+    current = r.current(code)
+    if current is None:
+        say("student-wait")
+        return
+    q = next(x for x in questions(taught.id) if x.id == current.question)
+    mine = r.answer_of(code, current.number, me)
+    st.markdown(f"**{current.number}.** {q.prompt}")
+    if mine is None and not current.revealed:
+        key = f"class-choice-{code}-{current.number}"
+        st.radio(q.prompt, q.shown_choices, index=None, key=key, label_visibility="collapsed")
+        st.button(words("student-send"), key=f"{key}-send", type="primary",
+                  on_click=_send, args=(code, current.number, q, key))  # fmt: skip
+    elif not current.revealed:
+        say("student-sent", choice=mine[0])
+    else:
+        say("right-answer", answer=q.correct_choice)
+        if mine is None:
+            say("student-missed")
+        else:
+            say("student-right" if mine[1] else "student-wrong", choice=mine[0])
+        st.markdown(q.explanation)
+    if current.revealed:  # the score changes only at a reveal: read it then
+        mine_all = next((b for b in r.leaderboard(code) if b.student == me), None)
+        if mine_all is not None:
+            st.caption(words("student-score", right=mine_all.right, rounds=current.number))
+
+
+def page() -> None:
+    """The whole page: a room from the link (as its host or as a student), else the forms."""
+    say("title")
+    say("intro")
+    take_host_link()
+    raw = st.query_params.get("room")
+    if raw is None:
+        open_or_join(st.query_params.get("lesson"))
+        return
+    code = clean_code(raw)
+    room = rooms().room(code) if code else None
+    if code is None or room is None or room.closed(dt.datetime.now(dt.UTC).timestamp()):
+        name = "bad-code" if code is None else "no-room"
+        st.warning(words(name, code=shown(raw, limit=2 * CODE_LEN)))
+        open_or_join(None)
+        return
+    token = hosted().get(code)
+    if token is not None:
+        host_view(code, token)
+    else:
+        student_view(code)
