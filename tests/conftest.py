@@ -29,6 +29,39 @@ os.environ["STEPWISE_WARM"] = "0"  # no background warm-up (ui/warm.py) competin
 
 _PG: dict = {"error": None, "asked": False}
 
+# The slowest files first, slowest at the top (measured with --durations): pytest-xdist hands
+# whole files to the two workers in collection order, so a long file that started last would
+# leave the other worker idle at the end of the run. Every other file follows in its own order.
+SLOW_FIRST = (
+    "browser/test_pages.py",
+    "browser/test_safety.py",
+    "test_cross_page_b.py",
+    "test_cross_page.py",
+    "test_differential.py",
+    "browser/test_memory.py",
+    "browser/test_anim_link.py",
+    "browser/test_progress_browser.py",
+    "test_lesson_throughput_curve.py",
+    "test_lesson_choosing_budget.py",
+    "browser/test_present.py",
+    "test_lesson_memory.py",
+    "test_sweep.py",
+    "browser/test_classroom.py",
+    "test_lesson_watch.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = [name for name in SLOW_FIRST if not (Path(__file__).parent / name).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_FIRST names no such file: {missing}")
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+
+    def order(item) -> int:
+        return rank.get(item.nodeid.split("::")[0].removeprefix("tests/"), len(SLOW_FIRST))
+
+    items.sort(key=order)  # a stable sort: each file keeps its tests' order
+
 
 def pytest_unconfigure(config):
     shutil.rmtree(_TMP, ignore_errors=True)

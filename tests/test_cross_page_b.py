@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_cross_page import HALF, PAGES, check_page, page_ids
+from tests.test_cross_page import HALF, PAGES, cases, check_page
 
 SECOND = PAGES[HALF:]
 
 
-@pytest.mark.parametrize("extreme", ["min", "max"])
-@pytest.mark.parametrize("page", SECOND, ids=page_ids(SECOND))
+@pytest.mark.parametrize(("page", "extreme"), cases(SECOND))
 def test_extremes_on_one_page_break_no_other(page: str, extreme: str):
     check_page(page, extreme)

@@ -50,6 +50,7 @@ def test_a_round_from_open_to_reveal(rooms):
     assert rooms.answer_of(code, 1, ann) == ("first", True)
     board = rooms.leaderboard(code)
     assert [s.right for s in board] == [0, 0]  # nothing counts before the reveal
+    assert rooms.score(code, ann) == 0
     rooms.reveal(code, token, 1, now=105)
     late = _student()
     rooms.join(code, late, "Cy", now=105)
@@ -58,6 +59,7 @@ def test_a_round_from_open_to_reveal(rooms):
     board = rooms.leaderboard(code)
     assert (board[0].nickname, board[0].right, board[0].answered) == ("Ann Lee", 1, 1)
     assert [(s.nickname, s.right) for s in board[1:]] == [("Bob", 0), ("Cy", 0)]
+    assert [rooms.score(code, s.student) for s in board] == [s.right for s in board] == [1, 0, 0]
     assert rooms.push(code, token, "budget", now=107) == 2
     with pytest.raises(RoomError, match="round is over"):
         rooms.answer(code, 1, bob, "first", True, now=108)
@@ -66,7 +68,8 @@ def test_a_round_from_open_to_reveal(rooms):
 
 def test_only_the_host_runs_the_room_and_only_members_answer(rooms):
     code, token = rooms.open("step_loop", now=0.0)
-    for wrong in ("", "x", token[:-1] + "A"):
+    near = token[:-1] + ("B" if token.endswith("A") else "A")  # one character off
+    for wrong in ("", "x", near):
         assert not rooms.is_host(code, wrong)
         with pytest.raises(RoomError, match="only the instructor"):
             rooms.push(code, wrong, "order", now=1)

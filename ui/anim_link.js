@@ -5,8 +5,8 @@
 // reload, no rerun. It also lets the keyboard drive the animation last pointed at or clicked:
 // the right and left arrows step one frame, Space plays or pauses (keys typed into a control
 // are left alone); with none pointed at, the animation most in view. N and P scroll to the
-// next and previous section heading (presenter mode's "next section"). Runs once per browser tab. No angle brackets in this file: Streamlit's
-// HTML sanitizer would read them as tags.
+// next and previous section heading (presenter mode's "next section"). Runs once per browser
+// tab. No angle brackets in this file: Streamlit's HTML sanitizer would read them as tags.
 (function () {
   if (window.__stepwiseFrames) return;
   window.__stepwiseFrames = true;
@@ -58,8 +58,10 @@
   document.addEventListener("pointerdown", pick, true);
   const still = { mode: "immediate", frame: { duration: 0, redraw: true }, transition: { duration: 0 } };
   function playing(gd) {
+    // frames still waiting to be shown; a one-frame step that is just finishing (its drawing
+    // loop not yet stopped) is not playing, so Space right after an arrow plays
     const t = gd._transitionData;
-    return Boolean(t && (t._animationRaf || (t._frameQueue && t._frameQueue.length)));
+    return Boolean(t && t._frameQueue && t._frameQueue.length);
   }
   function onScreen() {
     // the animated chart with the most of itself inside the window (none pointed at yet)

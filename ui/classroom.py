@@ -24,9 +24,10 @@ from lessons.kit.controls import shown
 from lessons.kit.figures import axis, bars
 from lessons.quiz.bank import Question
 from lessons.quiz.rooms import CLOSE_AFTER_S, CODE_LEN, RoomError, Rooms, clean_code
+from lessons.quiz.store import open_store
 from lessons.text import section
 from ui.charts import show
-from ui.state import learner_id, store
+from ui.state import database_url, learner_id
 
 TEXT = Path(__file__).resolve().parents[1] / "lessons" / "quiz" / "classroom.md"
 HOSTED = "class-hosted"  # session: {room code: host token}
@@ -36,13 +37,13 @@ HOURS = CLOSE_AFTER_S // 3600
 
 
 @st.cache_resource(show_spinner=False)
-def _rooms(url: str) -> Rooms:
-    return Rooms(store().engine)
+def _rooms(url: str | None) -> Rooms:
+    return Rooms(open_store(url).engine)
 
 
 def rooms() -> Rooms:
-    """The rooms of the progress database (one per process)."""
-    return _rooms(store().describe())
+    """The rooms of the progress database (one per process, sharing the store's engine)."""
+    return _rooms(database_url())
 
 
 def say(name: str, **values) -> None:
@@ -275,9 +276,7 @@ def student_round(code: str, me: str, taught: Lesson) -> None:
             say("student-right" if mine[1] else "student-wrong", choice=mine[0])
         st.markdown(q.explanation)
     if current.revealed:  # the score changes only at a reveal: read it then
-        mine_all = next((b for b in r.leaderboard(code) if b.student == me), None)
-        if mine_all is not None:
-            st.caption(words("student-score", right=mine_all.right, rounds=current.number))
+        st.caption(words("student-score", right=r.score(code, me), rounds=current.number))
 
 
 def page() -> None:

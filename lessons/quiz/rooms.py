@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from lessons.quiz.store import valid_learner
+from lessons.quiz.store import create_tables, valid_learner
 
 CLOSE_AFTER_S = 4 * 3600
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a projector
@@ -128,14 +128,7 @@ class Rooms:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        for attempt in range(3):  # two servers creating at once can collide on PostgreSQL
-            try:
-                metadata.create_all(engine, checkfirst=True)
-                break
-            except sa.exc.DBAPIError:
-                if attempt == 2:
-                    raise
-                time.sleep(0.1 * (attempt + 1))
+        create_tables(engine, metadata)
 
     # -- the instructor -----------------------------------------------------------------------
     def open(self, lesson: str, now: float | None = None) -> tuple[str, str]:
@@ -275,6 +268,29 @@ class Rooms:
         with self.engine.connect() as conn:
             rows = [Standing(n, int(r), int(a), s) for n, r, a, s in conn.execute(query)]
         return sorted(rows, key=lambda s: (-s.right, s.nickname.lower()))
+
+    def score(self, code: str, student: str) -> int:
+        """One student's right answers over the revealed rounds (what the leaderboard counts)."""
+        query = (
+            sa.select(sa.func.count())
+            .select_from(
+                room_answers.join(
+                    rounds,
+                    sa.and_(
+                        rounds.c.code == room_answers.c.code,
+                        rounds.c.number == room_answers.c.number,
+                    ),
+                )
+            )
+            .where(
+                room_answers.c.code == code,
+                room_answers.c.student == student,
+                room_answers.c.correct.is_(True),
+                rounds.c.revealed_at.is_not(None),
+            )
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
 
     # -- a student ----------------------------------------------------------------------------
     def join(self, code: str, student: str, nickname: str, now: float | None = None) -> None:

@@ -122,12 +122,13 @@ def create_engine(url: str) -> Engine:
     return sa.create_engine(parsed, pool_pre_ping=True)
 
 
-def _create_tables(engine: Engine) -> None:
-    """Create the table if missing. Two processes doing so at the same moment can collide on
-    PostgreSQL (CREATE TABLE is not atomic with the check); the loser tries again."""
+def create_tables(engine: Engine, tables: sa.MetaData | None = None) -> None:
+    """Create the tables of `tables` (the answer log by default) if missing. Two processes doing
+    so at the same moment can collide on PostgreSQL (CREATE TABLE is not atomic with the check);
+    the loser tries again."""
     for attempt in range(3):
         try:
-            metadata.create_all(engine, checkfirst=True)
+            (tables or metadata).create_all(engine, checkfirst=True)
             return
         except sa.exc.DBAPIError:
             if attempt == 2:
@@ -178,7 +179,7 @@ class Store:
     def __init__(self, engine: Engine, *, create: bool = True) -> None:
         self.engine = engine
         if create:
-            _create_tables(engine)
+            create_tables(engine)
 
     @classmethod
     def from_url(cls, url: str | None = None) -> Store:

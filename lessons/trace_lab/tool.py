@@ -194,7 +194,7 @@ def run_side(
 ) -> Side:
     """One configuration's run of the trace (cached by the trace's digest and the settings)."""
     config = _config(p, side)
-    key = (trace.digest, p.gpu, p.model, p.tp, p.dtype, config)
+    key = _key(p, side, trace)
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
@@ -222,8 +222,12 @@ def run_side(
     return out
 
 
+def _key(p: Params, side: str, trace: Trace) -> tuple:
+    return (trace.digest, p.gpu, p.model, p.tp, p.dtype, _config(p, side))
+
+
 def is_cached(p: Params, side: str, trace: Trace) -> bool:
-    return (trace.digest, p.gpu, p.model, p.tp, p.dtype, _config(p, side)) in _CACHE
+    return _key(p, side, trace) in _CACHE
 
 
 @dataclass(frozen=True, eq=False)

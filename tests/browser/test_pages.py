@@ -1,6 +1,7 @@
-"""What only a browser shows: every page renders its charts, every animation plays and pauses,
-a slider press redraws the chart, a quiz answer updates the sidebar. One screenshot per page
-goes to test-output/screenshots/ for a person to look at."""
+"""What only a browser shows: every page renders its charts, every animation plays and pauses
+(its buttons clickable at projector size), a slider press redraws the chart, a quiz answer
+updates the sidebar. One screenshot per page goes to test-output/screenshots/ for a person to
+look at."""
 
 from __future__ import annotations
 
@@ -43,31 +44,56 @@ def _animated(page: Page) -> list[int]:
     )
 
 
+def _button(page: Page, chart, name: str):
+    """The chart's Play or Pause button, checked to be the element a click at its centre hits
+    (on a projector the speed menu once covered Pause)."""
+    button = chart.locator(".updatemenu-button", has_text=name).first
+    box = button.bounding_box()
+    assert box, f"no {name} button drawn"
+    hit = page.evaluate(
+        "([x, y]) => { const e = document.elementFromPoint(x, y);"
+        " return e && e.closest('.updatemenu-button')?.textContent || ''; }",
+        [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+    )
+    assert name in hit, f"{name} is covered by {hit!r}"
+    return button
+
+
 @pytest.mark.parametrize("lesson", lessons(), ids=[lesson.id for lesson in lessons()])
-def test_every_animation_plays_and_pauses(page: Page, app_url: str, shots, lesson):
-    open_page(page, f"{app_url}/{lesson.url}", charts=None)
-    animated = _animated(page)
-    assert animated, f"{lesson.id} has no animation"
-    for index in animated:
-        chart = page.locator(CHART).nth(index)
-        chart.scroll_into_view_if_needed()
-        before = chart_state(page, index)
-        chart.locator(".updatemenu-button", has_text="Play").first.click()
-        page.wait_for_function(
-            "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0) >= 2",
-            arg=index,
-            timeout=20_000,
-        )
-        chart.locator(".updatemenu-button", has_text="Pause").first.click()
-        still = settled_state(page, index)  # raises if the frames keep coming: Pause failed
-        if still["frames"] >= 20:  # a short one may end before Pause lands on a busy machine
-            assert int(still["current"]) < still["frames"] - 1, (
-                f"{lesson.id}: chart {index} ran to its end; Pause was not what stopped it"
+def test_every_animation_plays_and_pauses_on_a_projector(browser, app_url: str, shots, lesson):
+    """At 1280x720, Play and Pause of every animation can be clicked, Play advances the frames
+    (new data drawn) and Pause stops them."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        open_page(page, f"{app_url}/{lesson.url}", charts=None)
+        animated = _animated(page)
+        assert animated, f"{lesson.id} has no animation"
+        for index in animated:
+            chart = page.locator(CHART).nth(index)
+            chart.scroll_into_view_if_needed()
+            before = chart_state(page, index)
+            _button(page, chart, "Play").click()
+            page.wait_for_function(
+                "i => (document.querySelectorAll('"
+                + CHART
+                + "')[i]._fullLayout._currentFrame|0) >= 2",
+                arg=index,
+                timeout=20_000,
             )
-        assert (still["y"], still["x"], still["z"]) != (before["y"], before["x"], before["z"]), (
-            f"{lesson.id}: chart {index} advanced frames but drew the same data"
-        )
-        chart.screenshot(path=str(shots / f"lesson_{lesson.id}_animation_{index}.png"))
+            _button(page, chart, "Pause").click()
+            still = settled_state(page, index)  # raises if the frames keep coming: Pause failed
+            if still["frames"] >= 20:  # a short one may end before Pause lands on a busy machine
+                assert int(still["current"]) < still["frames"] - 1, (
+                    f"{lesson.id}: chart {index} ran to its end; Pause was not what stopped it"
+                )
+            drawn = [(s["y"], s["x"], s["z"]) for s in (before, still)]
+            assert drawn[0] != drawn[1], (
+                f"{lesson.id}: chart {index} advanced frames but drew the same data"
+            )
+            chart.screenshot(path=str(shots / f"lesson_{lesson.id}_animation_{index}.png"))
+    finally:
+        context.close()
 
 
 def test_slider_press_updates_chart(page: Page, app_url: str):
