@@ -235,6 +235,21 @@ def request_metrics(run: Run) -> RequestMetrics:
     return _request_metrics(run, *_token_clock(run))
 
 
+@dataclass(frozen=True, eq=False)
+class Measured:
+    """A run's token times, arrivals and request metrics, computed once for a page that shows
+    both `summarize` and `request_table` of one run (each would compute them again)."""
+
+    times: np.ndarray
+    arrival: np.ndarray
+    metrics: RequestMetrics
+
+
+def measure(run: Run) -> Measured:
+    times, arrival = _token_clock(run)
+    return Measured(times, arrival, _request_metrics(run, times, arrival))
+
+
 def _request_metrics(run: Run, times: np.ndarray, arrival: np.ndarray) -> RequestMetrics:
     """`request_metrics` with the token times and arrivals (`_token_clock`) already computed."""
     lat, gap_req, gap = _latencies(*_by_request(run.token_req, times), arrival)
@@ -271,7 +286,7 @@ def _request_metrics(run: Run, times: np.ndarray, arrival: np.ndarray) -> Reques
     )
 
 
-def request_table(run: Run) -> pd.DataFrame:
+def request_table(run: Run, measured: Measured | None = None) -> pd.DataFrame:
     """One row per request (in the workload's list order) for the tables a page shows.
 
     Timed runs: arrival_s, ttft_ms, tpot_ms, max_itl_ms, e2e_s; step replays: arrival_step,
@@ -280,7 +295,7 @@ def request_table(run: Run) -> pd.DataFrame:
     finish_step, num_preemptions, num_recomputed_tokens.
     """
     wl = run.workload
-    m = request_metrics(run)
+    m = (measured or measure(run)).metrics
     table: dict[str, Any] = {
         "request_id": list(wl.request_ids),
         "prompt_tokens": wl.prompt_tokens,
@@ -344,7 +359,11 @@ def _per(value: float, span: float) -> float | None:
 
 
 def summarize(
-    run: Run, *, ttft_slo_ms: float | None = None, itl_slo_ms: float | None = None
+    run: Run,
+    *,
+    ttft_slo_ms: float | None = None,
+    itl_slo_ms: float | None = None,
+    measured: Measured | None = None,
 ) -> dict[str, Any]:
     """The run's figures as plain JSON-ready values (None where a figure does not apply).
 
@@ -356,11 +375,11 @@ def summarize(
     p50/p90/p99/max/mean), output_tokens_per_s, total_tokens_per_s, scheduled_tokens_per_s,
     mean_step_ms; steps (None in timed runs): ttft_steps, itl_steps, e2e_steps (dicts),
     output_tokens_per_step; with an SLO given: ttft_slo_ms, itl_slo_ms, num_good,
-    goodput_req_per_s (timed runs only).
+    goodput_req_per_s (timed runs only). `measured`: `measure(run)`, if the caller has it.
     """
     wl = run.workload
-    times, arrival = _token_clock(run)
-    m = _request_metrics(run, times, arrival)
+    measured = measured or measure(run)
+    times, m = measured.times, measured.metrics
     usage = kv_usage(run.kv_blocks_used, run.kv_blocks_usable)
     num_out = int(np.asarray(run.token_req).size)
     out: dict[str, Any] = {

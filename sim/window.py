@@ -165,6 +165,7 @@ class WindowMixin:
             stop, adm_ids, adm_t, fin0, final0 = plan
             if stop <= 0:
                 return 0
+            bare_ms = None
             if self._plan_shapes is not None:
                 run_tot, kv_j, adm_cnt, adm_tok, adm_attn = (a[:stop] for a in self._plan_shapes)
                 kv_read = kv_r[:stop] + kv_j
@@ -174,9 +175,16 @@ class WindowMixin:
                     kv_read,
                     kv_read + run_tot + adm_attn,
                 )
+                # the same steps without the admissions' prompts, priced in the same call
+                bare = (run_tot, run_tot, kv_read, kv_read + run_tot)
+                both = np.asarray(
+                    self.timer(*(np.concatenate(pair) for pair in zip(shapes, bare, strict=True))),
+                    dtype=np.float64,
+                )
+                ms, bare_ms = both[:stop], both[stop:]
             else:
                 shapes = self._step_shapes(stop, running[2], kv_r, adm_ids, adm_t)
-            ms = np.asarray(self.timer(*shapes), dtype=np.float64)
+                ms = np.asarray(self.timer(*shapes), dtype=np.float64)
             ends = self.now_s + np.cumsum(ms) / 1e3
             starts = np.concatenate(([self.now_s], ends[:-1]))
             if deadline < np.inf:  # a gateway timeout (sim/gateway.py): stop before it is due
@@ -199,7 +207,10 @@ class WindowMixin:
             best = (m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess)
             if m == stop or K == 0:
                 break
-            guess = landing[:n_a]
+            if bare_ms is None:
+                guess = landing[:n_a]
+            else:
+                guess = self._relanded(arr_s, ms, bare_ms, adm_ids, adm_t, stop)
         m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess = best
         if m <= 0:
             return 0
@@ -209,6 +220,43 @@ class WindowMixin:
         return self._apply_window(
             m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m]
         )
+
+    def _relanded(self, arr_s, ms, bare_ms, adm_ids, adm_t, stop) -> np.ndarray:
+        """The next guess of the landing steps (Gauss-Seidel instead of Jacobi): the arrivals
+        in order, each landing on the timeline its predecessors' prompts make.
+
+        Recomputing every landing at once from the last round's timeline (Jacobi) fixes only a
+        few arrivals a round: moving one prompt by a step moves a long step, which moves later
+        arrivals, which the next round moves again. Here the last round's step times are split
+        into the steps without the window's prompts (`bare_ms`, exact) plus each admitted
+        prompt's share of its step's extra time, and arrival i lands on the bare steps delayed
+        by the prompts of the arrivals before it that land in earlier steps. Only a guess: the
+        next round prices it exactly and keeps what agrees."""
+        tj = np.asarray(adm_t, dtype=np.int64)
+        n_adm = int(np.searchsorted(tj, stop))  # admitted inside the plan (in arrival order)
+        tj = tj[:n_adm]
+        pre = np.zeros(arr_s.shape[0])
+        if n_adm:
+            w = self.num_tokens[np.asarray(adm_ids[:n_adm], dtype=np.int64)].astype(np.float64)
+            extra = np.maximum(ms - bare_ms, 0.0) / 1e3
+            pre[:n_adm] = extra[tj] * w / np.bincount(tj, weights=w, minlength=stop)[tj]
+        # the arrivals after the plan's last step (bounded above) cannot land in it
+        n = int(np.searchsorted(arr_s, self.now_s + 2 * float(ms.sum()) / 1e3, side="right"))
+        arr_s, pre = arr_s[:n], pre[:n]
+        bare = (self.now_s + np.concatenate(([0.0], np.cumsum(bare_ms) / 1e3))).tolist()
+        out: list[int] = []
+        before = 0.0  # prompt time of the arrivals so far
+        held = 0.0  # of those landing before the current step `at`
+        at = -1
+        for a, p in zip(arr_s.tolist(), pre.tolist(), strict=True):
+            if not (at >= 0 and a <= bare[at] + held):  # later than step `at` starts
+                t = bisect.bisect_left(bare, a - before)
+                at, held = max(t, at + 1), before
+                if at >= stop:
+                    break
+            out.append(at)
+            before += p
+        return np.asarray(out, dtype=np.int64)
 
     def _running_part(self, T: int, R: np.ndarray, comp0: np.ndarray) -> tuple:
         """What the running requests R do over T steps, whatever the admissions: each decodes

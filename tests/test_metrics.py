@@ -17,6 +17,7 @@ from sim.metrics import (
     good_requests,
     inter_token_gaps,
     kv_usage,
+    measure,
     percentiles,
     request_latencies,
     request_metrics,
@@ -370,6 +371,10 @@ def test_metrics_of_a_real_timed_run():
     assert s["output_tokens_per_s"] == pytest.approx(5 / 0.04)
     assert s["goodput_req_per_s"] == pytest.approx(1 / 0.04)
     assert time_series(run)["time_s"].tolist() == pytest.approx([0.0, 0.01, 0.02, 0.03])
+    once = measure(run)  # what a page showing both computes once
+    assert summarize(run, ttft_slo_ms=18, measured=once) == s
+    assert request_table(run, measured=once).equals(request_table(run))
+    assert once.metrics.ttft_ms == pytest.approx([20.0, 15.0])
 
 
 def test_timed_metrics_agree_with_the_engine_clock():

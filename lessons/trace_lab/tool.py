@@ -26,7 +26,7 @@ from lessons.kit.controls import Choice, Integer, Steps, Toggle, control
 from lessons.kit.limits import BUDGETS, effective
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
-from sim.metrics import request_table, summarize
+from sim.metrics import measure, request_table, summarize
 from sim.policy import TEACHING_POLICIES
 from sim.timed import config_for, deployment, run_timed
 from sim.trace import read_trace_csv
@@ -200,7 +200,8 @@ def run_side(
         return _CACHE[key]
     dep = deployment(p.gpu, p.model, tp=p.tp, dtype=p.dtype)
     run = run_timed(config, trace.workload, dep, progress=progress)
-    s = summarize(run)
+    measured = measure(run)
+    s = summarize(run, measured=measured)
     out = Side(
         name=side.upper(),
         max_num_batched_tokens=config.max_num_batched_tokens,
@@ -208,7 +209,7 @@ def run_side(
         policy=config.policy.upper(),
         prefix_caching=config.enable_prefix_caching,
         summary=s,
-        requests=request_table(run),
+        requests=request_table(run, measured=measured),
         ttft_p99_ms=_number(s["ttft_ms"]["p99"]),
         tpot_p50_ms=_number(s["tpot_ms"]["p50"]),
         e2e_p99_s=_number(s["e2e_s"]["p99"]),
