@@ -37,8 +37,9 @@ from sim.run import StepDetail
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 # Rounds of a timed window's landing-step iteration. Each round fixes at least the first arrival
-# it had wrong (an arrival's landing step depends only on the arrivals before it), and most
-# converge in a few; a window that has not converged keeps the steps before the disagreement.
+# it had wrong (an arrival's landing step depends only on the arrivals before it), and the next
+# guess goes on from there in arrival order (`_relanded`); a window that has not converged
+# keeps the steps before the first disagreement.
 ROUNDS = 6
 
 
@@ -131,8 +132,8 @@ class WindowMixin:
     def _timed_window(self, T: int, R: np.ndarray, comp0: np.ndarray) -> int:
         """A timed window: which step each arrival lands in depends on the step times, which
         depend on the arrivals. Guess the landing steps, plan, price the steps (one vectorized
-        cost call), recompute the landing steps; repeat until they agree (a few rounds), and
-        keep the steps before the first disagreement otherwise."""
+        cost call), recompute the landing steps; repeat with a better guess (`_relanded`) until
+        they agree, and keep the steps before the first disagreement otherwise."""
         ptr = self.arrival_ptr
         K = min(self.n - ptr, 4 * T + 16)
         if self.cfg.admission_control and K:
@@ -210,7 +211,8 @@ class WindowMixin:
             if bare_ms is None:
                 guess = landing[:n_a]
             else:
-                guess = self._relanded(arr_s, ms, bare_ms, adm_ids, adm_t, stop)
+                known = landing[: min(j + 1, n_a)]  # landed on a timeline already right
+                guess = self._relanded(arr_s, ms, bare_ms, adm_ids, adm_t, stop, known)
         m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess = best
         if m <= 0:
             return 0
@@ -221,7 +223,7 @@ class WindowMixin:
             m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m]
         )
 
-    def _relanded(self, arr_s, ms, bare_ms, adm_ids, adm_t, stop) -> np.ndarray:
+    def _relanded(self, arr_s, ms, bare_ms, adm_ids, adm_t, stop, known) -> np.ndarray:
         """The next guess of the landing steps (Gauss-Seidel instead of Jacobi): the arrivals
         in order, each landing on the timeline its predecessors' prompts make.
 
@@ -231,7 +233,8 @@ class WindowMixin:
         into the steps without the window's prompts (`bare_ms`, exact) plus each admitted
         prompt's share of its step's extra time, and arrival i lands on the bare steps delayed
         by the prompts of the arrivals before it that land in earlier steps. Only a guess: the
-        next round prices it exactly and keeps what agrees."""
+        next round prices it exactly and keeps what agrees. `known`: the first landings, exact
+        already (the pass goes on from them)."""
         tj = np.asarray(adm_t, dtype=np.int64)
         n_adm = int(np.searchsorted(tj, stop))  # admitted inside the plan (in arrival order)
         tj = tj[:n_adm]
@@ -244,11 +247,12 @@ class WindowMixin:
         n = int(np.searchsorted(arr_s, self.now_s + 2 * float(ms.sum()) / 1e3, side="right"))
         arr_s, pre = arr_s[:n], pre[:n]
         bare = (self.now_s + np.concatenate(([0.0], np.cumsum(bare_ms) / 1e3))).tolist()
-        out: list[int] = []
-        before = 0.0  # prompt time of the arrivals so far
-        held = 0.0  # of those landing before the current step `at`
-        at = -1
-        for a, p in zip(arr_s.tolist(), pre.tolist(), strict=True):
+        k = known.shape[0]
+        out: list[int] = known.tolist()
+        at = out[-1] if k else -1  # the step the last arrival landed in
+        before = float(pre[:k].sum())  # prompt time of the arrivals so far
+        held = float(pre[: int(np.searchsorted(known, at))].sum())  # of those landing before `at`
+        for a, p in zip(arr_s[k:].tolist(), pre[k:].tolist(), strict=True):
             if not (at >= 0 and a <= bare[at] + held):  # later than step `at` starts
                 t = bisect.bisect_left(bare, a - before)
                 at, held = max(t, at + 1), before

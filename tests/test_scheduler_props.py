@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -200,6 +201,30 @@ def test_timed_runs_move_forward_and_respect_arrivals(case):
     np.testing.assert_array_equal(run.num_scheduled_tokens, single.num_scheduled_tokens)
     np.testing.assert_allclose(run.step_start_s, single.step_start_s, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(run.token_req, single.token_req)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "rate_per_s", "async_scheduling"),
+    [("H100-SXM", 12.0, False), ("L4", 2.0, False), ("A100-80GB", 8.0, True)],
+)
+def test_timed_windows_match_single_steps_under_the_cost_model(gpu, rate_per_s, async_scheduling):
+    """With the calibrated cost model (not affine: tiles, a roofline), the windows' guessed
+    landing steps must still end where single steps do: the same steps, tokens and clock."""
+    from sim.generators import poisson_workload
+    from sim.timed import config_for, deployment, timer_for
+
+    dep = deployment(gpu, "Llama-3.1-8B")
+    config = dataclasses.replace(config_for(dep), async_scheduling=async_scheduling)
+    wl = poisson_workload(
+        300, rate_per_s, prompt="lognormal:800:0.8", output="lognormal:200:0.8", seed=11
+    )
+    timer = timer_for(dep, async_scheduling=async_scheduling)
+    windows = Engine(config, wl, timer=timer).run()
+    single = Engine(config, wl, timer=timer, batch_quiet_runs=False).run()
+    assert windows.num_steps == single.num_steps > 300
+    np.testing.assert_array_equal(windows.num_scheduled_tokens, single.num_scheduled_tokens)
+    np.testing.assert_array_equal(windows.token_req, single.token_req)
+    np.testing.assert_allclose(windows.step_start_s, single.step_start_s, rtol=0, atol=1e-9)
 
 
 @SETTINGS
