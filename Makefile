@@ -38,7 +38,7 @@ test: $(VENV)/.dev browser lint
 	$(PY) -m pytest -n 2 --dist loadfile --durations=15
 
 bench: $(VENV)/.dev
-	$(PY) -m bench
+	$(PY) -m bench $(ONLY)
 
 clean:
 	rm -rf $(VENV) test-output .pytest_cache .ruff_cache .hypothesis

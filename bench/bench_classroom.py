@@ -39,10 +39,19 @@ def _one(label: str, urls: list[str], db_url: str) -> str:
             executable_path=os.environ.get("STEPWISE_CHROMIUM", "/usr/bin/chromium"),
             args=["--headless", "--no-sandbox", "--disable-gpu"],
         )
-        c = open_class(browser, urls[0], STUDENTS, student_urls=urls)
-        for page in (c.teacher, *c.students):
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-        counted = [run_round(c, pick=r) for r in range(ROUNDS)]
+        try:
+            c = open_class(browser, urls[0], STUDENTS, student_urls=urls)
+            for page in (c.teacher, *c.students):
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+            counted = [run_round(c, pick=r) for r in range(ROUNDS)]
+        except Exception as exc:  # e.g. a student who cannot join in time on a full machine
+            browser.close()
+            lines = str(exc).splitlines()
+            why = " ".join([lines[0], *[x.strip() for x in lines if "waiting for" in x][:1]])
+            return (
+                f"| {label} | {STUDENTS} x {ROUNDS} | not finished: {why.replace('|', '/')} "
+                f"| | | | | {time.perf_counter() - started:.0f} |"
+            )
         shown_errors = sum(
             page.locator("[data-testid=stException]").count() for page in (c.teacher, *c.students)
         )
