@@ -63,6 +63,13 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=order)  # a stable sort: each file keeps its tests' order
 
 
+def pytest_sessionstart(session):
+    """Empty test-output/screenshots/ once per run: in the controller of a run with workers (or
+    a run without), never in a worker, which would delete screenshots the other one took."""
+    if not hasattr(session.config, "workerinput"):
+        shutil.rmtree(Path(__file__).resolve().parents[1] / "test-output" / "screenshots", True)
+
+
 def pytest_unconfigure(config):
     shutil.rmtree(_TMP, ignore_errors=True)
 

@@ -8,7 +8,6 @@ the suite still runs. Screenshots go to test-output/screenshots/ for a person to
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -98,8 +97,7 @@ def browser_context_args(browser_context_args):
 
 @pytest.fixture(scope="session")
 def shots() -> Path:
-    """The screenshot folder, emptied once per session."""
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
+    """The screenshot folder (emptied once per run by tests/conftest.py, not here: each test
+    worker has a session of its own and would delete the other worker's screenshots)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS
