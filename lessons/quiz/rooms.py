@@ -69,6 +69,13 @@ room_answers = sa.Table(
     sa.Column("answered_at", sa.Float(precision=53), nullable=False),
 )
 
+# An answer joined to its round, when that round has been revealed: what a score counts.
+_REVEALED = sa.and_(
+    rounds.c.code == room_answers.c.code,
+    rounds.c.number == room_answers.c.number,
+    rounds.c.revealed_at.is_not(None),
+)
+
 
 class RoomError(ValueError):
     """Why a room action is refused (no such room, closed, not the host, not a member...)."""
@@ -241,13 +248,8 @@ class Rooms:
 
     def leaderboard(self, code: str) -> list[Standing]:
         """Every member, most right answers (over revealed rounds) first, then by name."""
-        revealed = sa.and_(
-            rounds.c.code == room_answers.c.code,
-            rounds.c.number == room_answers.c.number,
-            rounds.c.revealed_at.is_not(None),
-        )
         right = sa.func.coalesce(
-            sa.func.sum(sa.case((sa.and_(revealed, room_answers.c.correct), 1), else_=0)), 0
+            sa.func.sum(sa.case((sa.and_(_REVEALED, room_answers.c.correct), 1), else_=0)), 0
         )
         query = (
             sa.select(
@@ -260,7 +262,7 @@ class Rooms:
                         room_answers.c.code == members.c.code,
                         room_answers.c.student == members.c.student,
                     ),
-                ).outerjoin(rounds, revealed)
+                ).outerjoin(rounds, _REVEALED)
             )
             .where(members.c.code == code)
             .group_by(members.c.student, members.c.nickname)
@@ -273,20 +275,11 @@ class Rooms:
         """One student's right answers over the revealed rounds (what the leaderboard counts)."""
         query = (
             sa.select(sa.func.count())
-            .select_from(
-                room_answers.join(
-                    rounds,
-                    sa.and_(
-                        rounds.c.code == room_answers.c.code,
-                        rounds.c.number == room_answers.c.number,
-                    ),
-                )
-            )
+            .select_from(room_answers.join(rounds, _REVEALED))
             .where(
                 room_answers.c.code == code,
                 room_answers.c.student == student,
                 room_answers.c.correct.is_(True),
-                rounds.c.revealed_at.is_not(None),
             )
         )
         with self.engine.connect() as conn:
