@@ -408,12 +408,8 @@ def _calibrated(
     )
     linear_ms = layers * lin
 
-    # Attention, per layer: read the cached KV and write the new tokens' KV; QK^T and PV FLOPs.
-    q_heads = model.num_attention_heads // dep.tp
-    a_bytes = (kv + q) * (kv_tok / layers) + q * q_heads * model.head_dim * ACT_BYTES * 2
-    a_mem = a_bytes / (f.bw_efficiency * bw) * 1e3
-    a_comp = 4.0 * pairs * model.head_dim * q_heads / (f.flops_efficiency * gpu.bf16_tflops * 1e12)
-    a_comp = a_comp * 1e3
+    coeffs = _attention_coeffs(dep, (gpu, model, bw, flops, kv_tok, f))
+    a_mem, a_comp = _attention_sides(q, kv, pairs, coeffs)
     a_t = f.kernel_latency_us * 1e-3 + smooth_max(a_mem, a_comp, f.smooth_p)
     attention_ms = np.where(active, layers * a_t, 0.0)
 
@@ -442,6 +438,76 @@ def _calibrated(
     return linear_ms, attention_ms, lm, comm_ms, overhead_ms, mem_total, comp_total
 
 
+def _attention_coeffs(dep: Deployment, consts: tuple) -> tuple:
+    """The attention formula's constants (see `_attention_sides`), once per deployment."""
+    gpu, model, bw, _, kv_tok, f = consts
+    q_heads = model.num_attention_heads // dep.tp
+    return (
+        kv_tok / model.num_layers,  # KV bytes per token and layer
+        q_heads * model.head_dim * ACT_BYTES * 2,  # activation bytes per new token
+        f.bw_efficiency * bw,
+        4 * model.head_dim * q_heads,  # FLOPs per attention pair
+        f.flops_efficiency * gpu.bf16_tflops * 1e12,
+    )
+
+
+def _attention_sides(q, kv, pairs, coeffs: tuple):
+    """Attention per layer, (memory ms, compute ms): read the cached KV and write the new
+    tokens' KV; QK^T and PV FLOPs. Plain arithmetic: arrays or Python numbers."""
+    per_kv, per_q, bw, per_pair, flops = coeffs
+    a_mem = ((kv + q) * per_kv + q * per_q) / bw * 1e3
+    return a_mem, pairs * per_pair / flops * 1e3
+
+
+def step_pricer(dep: Deployment, top_tokens: int, top_seqs: int, consts: tuple | None = None):
+    """`step_ms` of one step in Python numbers, `price(query_tokens, num_seqs, kv_read_tokens,
+    attn_pairs) -> ms`, for a loop that prices one step at a time (sim/window.py's landing
+    pass): the same lookup tables for the linear layers and the LM head, the same attention
+    formula, and the smooth max interpolated on the same table. Counts up to top_tokens and
+    top_seqs; it agrees with `step_ms` to rounding (a test checks)."""
+    consts = consts if consts is not None else cost_constants(dep)
+    gpu, model, bw, flops, kv_tok, f = consts
+    layers = model.num_layers
+    top = np.array([max(int(top_tokens), int(top_seqs), 1)], dtype=np.int64)
+    lin = (
+        layers
+        * _table_for(top, dep, "linear", lambda u: _linear_per_layer(dep, f, u, bw, flops))[0]
+    ).tolist()
+    v_n = -(-model.vocab_size // dep.tp)
+    wb = dep.weight_bytes_per_elem
+    lm = _table_for(
+        top,
+        dep,
+        "lm_head",
+        lambda u: gemm_ms(
+            u, v_n, model.hidden_size, bw_bps=bw, flops=flops, sms=gpu.sm_count, f=f, w_bytes=wb
+        ),
+    )[0].tolist()
+    g = _smooth_table(float(f.smooth_p)).tolist()
+    last = len(g) - 1
+    latency = f.kernel_latency_us * 1e-3
+    comm = float(_comm_ms(dep, np.ones(1))[0]) if dep.tp > 1 else 0.0
+    comm_per_token = (float(_comm_ms(dep, np.full(1, 2.0))[0]) - comm) if dep.tp > 1 else 0.0
+    coeffs = _attention_coeffs(dep, consts)
+
+    def price(q: int, s: int, kv: int, pairs: int) -> float:
+        if q <= 0:
+            return lin[0] + lm[s]
+        a_mem, a_comp = _attention_sides(q, kv, pairs, coeffs)
+        hi, lo = (a_mem, a_comp) if a_mem >= a_comp else (a_comp, a_mem)
+        if hi > 0:
+            x = lo / hi * last
+            i = min(int(x), last - 1)
+            smooth = hi * (g[i] + (g[i + 1] - g[i]) * (x - i))
+        else:
+            smooth = 0.0
+        attention = layers * (latency + smooth)
+        tp = comm + comm_per_token * (q - 1) if comm else 0.0
+        return lin[q] + attention + lm[s] + tp + OVERHEAD_MS
+
+    return price
+
+
 TABLE_MAX = 1 << 20  # integer counts up to this are evaluated once each via a lookup table
 _TABLES: dict[tuple, tuple[np.ndarray, ...]] = {}
 _TABLES_MAX_ENTRIES = 64
@@ -454,11 +520,17 @@ def _by_count(x: np.ndarray, dep: Deployment, part: str, fn, n_out: int = 3):
     of five GEMM formulas."""
     if x.size == 0:
         return fn(np.asarray(x, dtype=np.float64))[:n_out]
-    top = float(x.max())
     whole = x.dtype.kind in "iu" or bool((x == np.floor(x)).all())
-    if top > TABLE_MAX or not whole:
+    if float(x.max()) > TABLE_MAX or not whole:
         return fn(np.asarray(x, dtype=np.float64))[:n_out]
-    size = max(1024, 1 << int(top + 1).bit_length())
+    idx = x.astype(np.intp)
+    return tuple(t[idx] for t in _table_for(x, dep, part, fn)[:n_out])
+
+
+def _table_for(x: np.ndarray, dep: Deployment, part: str, fn) -> tuple[np.ndarray, ...]:
+    """fn(0..size) with size a power of two above x.max() (read-only arrays, kept per
+    deployment, part and size; the values at a count do not depend on the size)."""
+    size = max(1024, 1 << int(float(x.max()) + 1).bit_length())
     key = (dep, part, size)
     tables = _TABLES.get(key)
     if tables is None:
@@ -468,8 +540,7 @@ def _by_count(x: np.ndarray, dep: Deployment, part: str, fn, n_out: int = 3):
         for t in tables:
             t.setflags(write=False)
         _TABLES[key] = tables
-    idx = x.astype(np.intp)
-    return tuple(t[idx] for t in tables[:n_out])
+    return tables
 
 
 def linear_layers_ms(dep: Deployment, tokens: ArrayLike) -> np.ndarray:

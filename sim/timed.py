@@ -65,7 +65,7 @@ def timer_for(dep: Any, *, async_scheduling: bool = False) -> StepTimer:
     preparation, output processing) runs while the GPU computes the step before, which is why
     vLLM does it: a step lasts max(GPU time, CPU time) instead of their sum.
     """
-    from sim.cost import OVERHEAD_MS, cost_constants, step_ms
+    from sim.cost import OVERHEAD_MS, cost_constants, step_ms, step_pricer
 
     consts = cost_constants(dep)
 
@@ -77,6 +77,19 @@ def timer_for(dep: Any, *, async_scheduling: bool = False) -> StepTimer:
             ms = np.where(active, np.maximum(ms - OVERHEAD_MS, OVERHEAD_MS), ms)
         return ms
 
+    def pricer(top_tokens: int, top_seqs: int) -> Callable[[int, int, int, int], float]:
+        """The same times, one step at a time in Python numbers (sim/landing.py)."""
+        price = step_pricer(dep, top_tokens, top_seqs, consts)
+        if not async_scheduling:
+            return price
+
+        def overlapped(q: int, s: int, kv: int, pairs: int) -> float:
+            ms = price(q, s, kv, pairs)
+            return max(ms - OVERHEAD_MS, OVERHEAD_MS) if q > 0 else ms
+
+        return overlapped
+
+    timer.pricer = pricer  # type: ignore[attr-defined]
     return timer
 
 

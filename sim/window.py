@@ -33,6 +33,7 @@ import bisect
 import numpy as np
 
 from sim.kv import cdiv
+from sim.landing import landings
 from sim.run import StepDetail
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -61,6 +62,23 @@ def _boundary_counts(
     size = rows * bs
     d = np.bincount(t0, minlength=size)[:size] - np.bincount(t_last + bs, minlength=size)[:size]
     return np.cumsum(d.reshape(rows, bs), axis=0).ravel()[:length]
+
+
+def _step_major(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(step, index) of every t in first[i]..last[i] for every i, step-major and by index
+    within a step: the tokens of a window in the order the steps sample them. One sort of
+    packed keys over the tokens, not a steps x requests mask (mostly empty in long windows)."""
+    lens = np.maximum(last - first + 1, 0)
+    total = int(lens.sum())
+    if total == 0:
+        return _EMPTY, _EMPTY
+    n = first.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+    offset = np.cumsum(lens) - lens
+    keys = (first[rows] + np.arange(total, dtype=np.int64) - offset[rows]) * n + rows
+    keys.sort()
+    steps = keys // n
+    return steps, keys - steps * n
 
 
 def _running_kv_read(fin0: np.ndarray, comp0: np.ndarray, run_cnt: np.ndarray, T: int):
@@ -160,6 +178,20 @@ class WindowMixin:
         deadline = self._next_deadline(arr_ids)
         running = self._running_part(T, R, comp0)
         kv_r = _running_kv_read(running[0], comp0, running[2], T)
+        price = self._pricer()
+        if price is not None and self.waiting.shape[0] == 0 and K:
+            # the landings with every step priced exactly as it comes (sim/landing.py): the
+            # first round then agrees unless the immediate story breaks
+            guess = landings(
+                price,
+                self.now_s,
+                running[2],
+                kv_r,
+                arr_s,
+                self.num_tokens[arr_ids],
+                self._remaining(arr_ids),
+                self.budget_max,
+            )
         for _ in range(ROUNDS):
             n_g = guess.shape[0]
             plan = self._plan(T, R, comp0, arr_ids[:n_g], guess, running)
@@ -222,6 +254,14 @@ class WindowMixin:
         return self._apply_window(
             m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m]
         )
+
+    def _pricer(self):
+        """The timer's one-step pricer (`sim.timed.timer_for`), built once per run; None for a
+        timer without one (the rounds then start from the mean step time)."""
+        if not hasattr(self, "_price"):
+            make = getattr(self.timer, "pricer", None)
+            self._price = make(self.budget_max, self.max_seqs) if make is not None else None
+        return self._price
 
     def _relanded(self, arr_s, ms, bare_ms, adm_ids, adm_t, stop, known) -> np.ndarray:
         """The next guess of the landing steps (Gauss-Seidel instead of Jacobi): the arrivals
@@ -611,8 +651,7 @@ class WindowMixin:
         arrived_by = np.cumsum(np.bincount(arr_t[:n_arrived], minlength=m)[:m])
         waiting = self.waiting.shape[0] + arrived_by - np.cumsum(arrays["adm_cnt"])
         # ---- tokens: request i samples on steps [s_i, min(fin_i, m - 1)], running order
-        t_col = np.arange(m, dtype=np.int64)[:, None]
-        steps, who = np.nonzero((s <= t_col) & (t_col <= fin))  # step-major, running order
+        steps, who = _step_major(s, np.minimum(fin, m - 1))
         if steps.shape[0]:
             self.tok_req.append(ids[who])
             self.tok_step.append(k0 + steps)

@@ -126,6 +126,37 @@ def test_latencies_by_hand_in_any_token_order():
         assert np.allclose(again[key], value), key
 
 
+@pytest.mark.parametrize("num_requests", [50, 70_000])  # the 16-bit radix path and the packed sort
+def test_latencies_match_a_plain_group_by(num_requests):
+    """Tokens in time order, requests interleaved (as a run logs them): every per-request figure
+    and the gaps agree with a plain lexsort by (request, time) and a loop over the requests."""
+    rng = np.random.default_rng(3)
+    n_tok = 4 * num_requests
+    req = rng.integers(0, num_requests, n_tok)
+    req[: num_requests // 2] = np.arange(num_requests // 2)  # ids on both sides of 2**16 too
+    times = np.sort(rng.uniform(0, 100, n_tok))
+    arrival = np.zeros(num_requests)
+    lat = request_latencies(req, times, arrival)
+    got_req, got_gap = inter_token_gaps(req, times)
+    order = np.lexsort((times, req))
+    r, t = req[order], times[order]
+    same = r[1:] == r[:-1]
+    assert got_req.tolist() == r[1:][same].tolist()
+    assert np.array_equal(got_gap, np.diff(t)[same])
+    for i in rng.choice(num_requests, min(num_requests, 200), replace=False).tolist():
+        mine = t[r == i]
+        assert lat["num_tokens"][i] == mine.size
+        if mine.size == 0:
+            assert np.isnan(lat["ttft"][i]) and np.isnan(lat["e2e"][i])
+            continue
+        assert lat["ttft"][i] == mine[0] and lat["e2e"][i] == mine[-1]
+        if mine.size > 1:
+            assert lat["max_itl"][i] == np.diff(mine).max()
+            assert lat["tpot"][i] == pytest.approx((mine[-1] - mine[0]) / (mine.size - 1))
+        else:
+            assert np.isnan(lat["max_itl"][i]) and np.isnan(lat["tpot"][i])
+
+
 def test_every_inter_token_gap_grouped_by_request():
     req, gap = inter_token_gaps(a(0, 0, 1, 1, 0, 1), a(0.1, 0.2, 0.2, 0.35, 0.4, 0.4))
     assert req.tolist() == [0, 0, 1, 1]
