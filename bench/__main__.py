@@ -57,7 +57,7 @@ def _machine() -> str:
 def _merge(old: str, new: dict[str, str], names: list[str]) -> str:
     """BENCHMARKS.md with the sections of `new` (by key) replaced or appended."""
     head, *sections = re.split(r"\n(?=## )", old.strip())
-    kept = [new.pop(_key(s), s) for s in sections]
+    kept = [new.pop(_key(s), s).strip() for s in sections]  # no blank lines piling up
     head = re.sub(r"\n\nPartial run .*", "", head.rstrip(), flags=re.S)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     head += f"\n\nPartial run {stamp} ({', '.join(names)}): {_machine()}"

@@ -279,11 +279,20 @@ def default_attn_pairs(
 def _comm_ms(dep: Deployment, q: np.ndarray) -> np.ndarray:
     if dep.tp == 1:
         return np.zeros_like(q)
+    return np.where(q > 0, _all_reduces_ms(q, *_comm_coeffs(dep)), 0.0)
+
+
+def _comm_coeffs(dep: Deployment) -> tuple:
+    """(all-reduces per step, latency ms, bytes per token, bandwidth B/s) of a TP group."""
     fam = ARCH_FAMILY[dep.gpu_spec.arch]
     ab = calibration()["all_reduce"][fam][str(dep.tp)]
-    size = q * dep.model_spec.hidden_size * ACT_BYTES
-    per_call = ab["alpha_us"] * 1e-3 + size / (ab["beta_gbps"] * 1e9) * 1e3
-    return np.where(q > 0, 2 * dep.model_spec.num_layers * per_call, 0.0)
+    per_token = dep.model_spec.hidden_size * ACT_BYTES
+    return 2 * dep.model_spec.num_layers, ab["alpha_us"] * 1e-3, per_token, ab["beta_gbps"] * 1e9
+
+
+def _all_reduces_ms(q, calls: int, alpha_ms: float, per_token: int, beta: float):
+    """Two all-reduces per layer of q tokens' activations. Plain arithmetic: arrays or numbers."""
+    return calls * (alpha_ms + q * per_token / beta * 1e3)
 
 
 def step_costs(
@@ -464,7 +473,7 @@ def step_pricer(dep: Deployment, top_tokens: int, top_seqs: int, consts: tuple |
     attn_pairs) -> ms`, for a loop that prices one step at a time (sim/window.py's landing
     pass): the same lookup tables for the linear layers and the LM head, the same attention
     formula, and the smooth max interpolated on the same table. Counts up to top_tokens and
-    top_seqs; it agrees with `step_ms` to rounding (a test checks)."""
+    top_seqs; it gives `step_ms`'s numbers to the last bit (a test checks)."""
     consts = consts if consts is not None else cost_constants(dep)
     gpu, model, bw, flops, kv_tok, f = consts
     layers = model.num_layers
@@ -485,9 +494,9 @@ def step_pricer(dep: Deployment, top_tokens: int, top_seqs: int, consts: tuple |
     )[0].tolist()
     g = _smooth_table(float(f.smooth_p)).tolist()
     last = len(g) - 1
+    step = float(_R_GRID[1])
     latency = f.kernel_latency_us * 1e-3
-    comm = float(_comm_ms(dep, np.ones(1))[0]) if dep.tp > 1 else 0.0
-    comm_per_token = (float(_comm_ms(dep, np.full(1, 2.0))[0]) - comm) if dep.tp > 1 else 0.0
+    comm = _comm_coeffs(dep) if dep.tp > 1 else None
     coeffs = _attention_coeffs(dep, consts)
 
     def price(q: int, s: int, kv: int, pairs: int) -> float:
@@ -495,14 +504,16 @@ def step_pricer(dep: Deployment, top_tokens: int, top_seqs: int, consts: tuple |
             return lin[0] + lm[s]
         a_mem, a_comp = _attention_sides(q, kv, pairs, coeffs)
         hi, lo = (a_mem, a_comp) if a_mem >= a_comp else (a_comp, a_mem)
-        if hi > 0:
-            x = lo / hi * last
-            i = min(int(x), last - 1)
-            smooth = hi * (g[i] + (g[i + 1] - g[i]) * (x - i))
+        if hi > 0:  # np.interp's formula on the same grid (steps of 1/last, exact)
+            r = lo / hi
+            i = int(r * last)
+            smooth = hi * (
+                g[last] if i >= last else (g[i + 1] - g[i]) / step * (r - i * step) + g[i]
+            )
         else:
             smooth = 0.0
         attention = layers * (latency + smooth)
-        tp = comm + comm_per_token * (q - 1) if comm else 0.0
+        tp = _all_reduces_ms(q, *comm) if comm is not None else 0.0
         return lin[q] + attention + lm[s] + tp + OVERHEAD_MS
 
     return price

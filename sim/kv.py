@@ -69,24 +69,22 @@ class PrefixCachePool:
     def num_free(self) -> int:
         return len(self._free_unhashed) + len(self._lru)
 
-    def _key(self, r: int, j: int) -> tuple:
-        if j < self._prefix_blocks[r]:
-            return ("p", self._prefix_id[r], j)
-        return ("r", r, j)
-
     def lookup(self, r: int, num_tokens: int) -> tuple[list[int], int]:
         """Cached blocks a request with `num_tokens` known tokens would hit (longest run of full
         blocks, capped at num_tokens - 1 tokens), and how many of them sit in the free queue."""
         hits: list[int] = []
         if not self.hashing:
             return hits, 0
-        for j in range((num_tokens - 1) // self.block_size):
-            blocks = self._cached.get(self._key(r, j))
+        cached, ref = self._cached, self._ref
+        n = (num_tokens - 1) // self.block_size
+        shared = min(self._prefix_blocks[r], n)
+        pid = self._prefix_id[r]
+        for j in range(n):
+            blocks = cached.get(("p", pid, j) if j < shared else ("r", r, j))
             if not blocks:
                 break
             hits.append(blocks[0])
-        evictable = sum(1 for b in hits if self._ref[b] == 0)
-        return hits, evictable
+        return hits, sum(1 for b in hits if ref[b] == 0)
 
     def hit_blocks(self, rs: np.ndarray, num_tokens: np.ndarray) -> np.ndarray:
         """How many blocks `lookup` would hit for each of rs: a shared prefix's cached run is
@@ -119,46 +117,56 @@ class PrefixCachePool:
 
     def allocate(self, r: int, count: int) -> None:
         """Append `count` blocks from the front of the free queue to r (evicting their hashes)."""
-        table = self._tables[r]
-        for _ in range(count):
-            if self._free_unhashed:
-                b = self._free_unhashed.pop()
-            else:
-                b, _ = self._lru.popitem(last=False)
-                key = self._hash[b]
-                owners = self._cached[key]
-                owners.remove(b)
-                if not owners:
-                    del self._cached[key]
-                self._hash[b] = None
-            self._ref[b] = 1
+        if count <= 0:
+            return
+        table, ref, unhashed = self._tables[r], self._ref, self._free_unhashed
+        take = min(count, len(unhashed))
+        if take:  # the unhashed blocks first, front of the queue (the list's end) first
+            blocks = unhashed[-take:]
+            del unhashed[-take:]
+            blocks.reverse()
+            for b in blocks:
+                ref[b] = 1
+            table.extend(blocks)
+        for _ in range(count - take):  # then hashed ones, least recently freed first
+            b, _ = self._lru.popitem(last=False)
+            key = self._hash[b]
+            owners = self._cached[key]
+            owners.remove(b)
+            if not owners:
+                del self._cached[key]
+            self._hash[b] = None
+            ref[b] = 1
             table.append(b)
 
     def cache(self, r: int, num_full_blocks: int) -> None:
         """Hash r's blocks that are now full of known, scheduled tokens (never un-hashes)."""
-        if not self.hashing:
+        done = int(self.num_cached[r])
+        if not self.hashing or num_full_blocks <= done:
             return
-        table = self._tables[r]
-        for j in range(int(self.num_cached[r]), num_full_blocks):
+        table, hashes, cached = self._tables[r], self._hash, self._cached
+        shared = self._prefix_blocks[r]
+        pid = self._prefix_id[r]
+        for j in range(done, num_full_blocks):
             b = table[j]
-            key = self._key(r, j)
-            if key[0] == "r":
-                self.own_hashed[r] = True
-            self._hash[b] = key
-            self._cached.setdefault(key, []).append(b)
-        if num_full_blocks > self.num_cached[r]:
-            self.num_cached[r] = num_full_blocks
+            key = ("p", pid, j) if j < shared else ("r", r, j)
+            hashes[b] = key
+            cached.setdefault(key, []).append(b)
+        if num_full_blocks > shared:
+            self.own_hashed[r] = True
+        self.num_cached[r] = num_full_blocks
 
     def free(self, r: int) -> None:
         """Release all of r's blocks, tail first: hashed to the back, unhashed to the front."""
-        table = self._tables[r]
+        table, ref, hashes = self._tables[r], self._ref, self._hash
+        lru, unhashed = self._lru, self._free_unhashed
         for b in reversed(table):
-            self._ref[b] -= 1
-            if self._ref[b] == 0:
-                if self._hash[b] is not None:
-                    self._lru[b] = None
+            ref[b] -= 1
+            if ref[b] == 0:
+                if hashes[b] is not None:
+                    lru[b] = None
                 else:
-                    self._free_unhashed.append(b)
+                    unhashed.append(b)
         table.clear()
         self.num_cached[r] = 0
 

@@ -601,14 +601,12 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         start_s = self.now_s
         ms = float("nan")
         if self.timed:
-            ms = float(
-                self.timer(
-                    np.array([total]),
-                    np.array([scheduled.shape[0]]),
-                    np.array([kv_read]),
-                    np.array([attn]),
-                )[0]
-            )
+            price = self._pricer()  # the cost model in Python numbers, the same times
+            shape = (int(total), int(scheduled.shape[0]), int(kv_read), int(attn))
+            if price is not None:
+                ms = float(price(*shape))
+            else:
+                ms = float(self.timer(*(np.array([x]) for x in shape))[0])
             self.now_s = start_s + ms / 1e3
             if self.closed is not None and last.shape[0]:
                 self._release(last.shape[0], self.now_s)

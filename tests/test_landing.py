@@ -39,7 +39,7 @@ def test_the_pricer_gives_the_cost_models_times(dep):
             for row in zip(q.tolist(), s.tolist(), kv.tolist(), pairs.tolist(), strict=True)
         ]
     )
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("async_scheduling", [False, True])
@@ -52,7 +52,7 @@ def test_the_timers_pricer_follows_the_scheduling_mode(async_scheduling):
     got = [
         price(*row) for row in zip(q.tolist(), s.tolist(), kv.tolist(), pairs.tolist(), strict=True)
     ]
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=0)
 
 
 def _story_ms(timer, decoding, kv_read, landed, prompt, rem):
