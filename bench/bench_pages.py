@@ -110,8 +110,9 @@ def run() -> str:
     cold = statistics.median(_cold_frame_seconds() for _ in range(5))
     rows[2] += (
         f" A server's first session runs the frame in a fresh process: {cold * 1000:.0f} ms "
-        "(median of 5), most of it loading NumPy, pandas and Plotly, which app.py imports so "
-        "that no lesson's first visit pays for them."
+        "(median of 5): loading NumPy, pandas and Plotly, which app.py imports so that no "
+        "lesson's first visit pays for them, and the sidebar's XP, which builds no lesson's runs "
+        "(ui/state.py `course`)."
     )
     pages = [lesson.page for lesson in lessons()] + FRAME_PAGES
     for page in pages:

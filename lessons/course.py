@@ -34,10 +34,13 @@ class Lesson:
     def text_path(self) -> Path:
         return self.folder / "text.md"
 
-    def bank(self) -> Bank:
-        """The lesson's questions; predict-then-reveal ones filled from its run (predict.py)."""
+    def bank(self, fill: bool = True) -> Bank:
+        """The lesson's questions; predict-then-reveal ones filled from its run (predict.py).
+
+        `fill=False` leaves them unfilled (no choices): their ids and XP are known without the
+        run, which takes seconds for the lessons that simulate streams of requests."""
         bank = load_bank(self.folder / "quiz.toml")
-        if not any(q.computed for q in bank.questions):
+        if not fill or not any(q.computed for q in bank.questions):
             return bank
         module = importlib.import_module(f"lessons.{self.id}.predict")
         return module.filled(bank)

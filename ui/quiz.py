@@ -64,7 +64,7 @@ def _graded(answer: Answer, explanation: str) -> Feedback:
     written, prog = record([answer])
     if not written:
         return Feedback(correct=answer.correct, explanation=explanation, xp_gained=0)
-    return feedback_for(written[0], prog.log, course(), explanation)
+    return feedback_for(written[0], prog.log, course(prog.log), explanation)
 
 
 def _check_question(lesson: Lesson, question_id: str, radio_key: str, on_checked=None) -> None:

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import streamlit as st
 
-from lessons.course import lessons
-from lessons.quiz.progress import Answer, Course, Progress, derive
+from lessons.course import Lesson, lessons
+from lessons.quiz.progress import Answer, Course, Progress, derive, question_key
 from lessons.quiz.store import ENV_URL, Store, open_store, valid_learner
 
 COOKIE = "stepwise_learner"
@@ -35,9 +35,23 @@ STORE_DOWN_KEY = "progress-store-down"
 _log = logging.getLogger(__name__)
 
 
-def course() -> Course:
-    """Every lesson's bank and exercises, in course order (what XP is derived over)."""
-    return tuple((lesson.bank(), lesson.exercises()) for lesson in lessons())
+def course(log: Sequence[Answer] | None = None) -> Course:
+    """Every lesson's bank and exercises, in course order (what XP is derived over).
+
+    Given the learner's `log`, a lesson's predict-then-reveal questions are filled from its run
+    only if the log answers one of them: `derive` reads a question's choices only for the rows
+    that answer it, so the XP is the same, and a session's first page (the sidebar's XP) does not
+    wait for every lesson's opening runs."""
+    items = None if log is None else {row.item for row in log}
+    return tuple(
+        (lesson.bank(fill=items is None or _answers_computed(lesson, items)), lesson.exercises())
+        for lesson in lessons()
+    )
+
+
+def _answers_computed(lesson: Lesson, items: set[str]) -> bool:
+    computed = (q for q in lesson.bank(fill=False).questions if q.computed)
+    return any(question_key(lesson.id, q.id) in items for q in computed)
 
 
 def database_url() -> str | None:
@@ -114,10 +128,10 @@ def refresh_progress() -> Progress:
         _failed(exc)
         prog = st.session_state.get(PROGRESS_KEY)
         if not isinstance(prog, Progress):
-            prog = st.session_state[PROGRESS_KEY] = derive((), course())
+            prog = st.session_state[PROGRESS_KEY] = derive((), course(()))
         return prog
     st.session_state[STORE_DOWN_KEY] = False
-    prog = derive(log, course())
+    prog = derive(log, course(log))
     st.session_state[PROGRESS_KEY] = prog
     return prog
 
