@@ -40,19 +40,17 @@ class ClosedLoopMixin:
             return 0
         arr_t = np.zeros(arr_ids.shape[0], dtype=np.int64)
         running = self._running_part(T, R, comp0)
-        stop, adm_ids, adm_t, fin0, final0 = self._plan(
-            T, R, comp0, arr_ids, arr_t, running, closed=True
-        )
+        stop, admits, fin0, final0 = self._plan(T, R, comp0, arr_ids, arr_t, running, closed=True)
         if stop <= 0:
             return 0
         m = stop
         kv_r = _running_kv_read(running[0], comp0, running[2], T)
         ms = np.asarray(
-            self.timer(*self._step_shapes(m, running[2], kv_r, adm_ids, adm_t)), dtype=np.float64
+            self.timer(*self._step_shapes(m, running[2], kv_r, admits)), dtype=np.float64
         )
         ends = self.now_s + np.cumsum(ms) / 1e3
         starts = np.concatenate(([self.now_s], ends[:-1]))
-        arrays = self._window_arrays(m, R, comp0, fin0, final0, adm_ids, adm_t)
+        arrays = self._window_arrays(m, R, comp0, fin0, final0, admits)
         # every finish inside the window sends one request, in finishing order
         finj = arrays["finj"]
         fin = np.concatenate((fin0[(fin0 >= 0) & (fin0 < m)], finj[finj < m]))

@@ -4,8 +4,10 @@ From a state where every running request is decoding, a window follows the simpl
 to T steps: each running request decodes one token per step until it finishes (its blocks are
 freed in that step's output processing); the waiting queue's head is admitted at the first step
 where vLLM's waiting loop would admit it, with its whole prompt (or whole recompute) in that step,
-and decodes from the next step on; arrivals join the queue in their step (step replays; a timed
-window takes no arrivals and ends at the next one).
+and decodes from the next step on, or, if the prompt is longer than the budget the decodes leave,
+in chunks of the budget left in each step until its last chunk samples its first token
+(sim/admits.py); arrivals join the queue in their step (a timed window lands them by its step
+times).
 
 Per-step quantities are arrays over the window: running count, decode block needs (a strided
 cumulative sum per residue modulo block_size), admissions' tokens and blocks, blocks freed by
@@ -13,8 +15,9 @@ finishes, free blocks (one cumulative sum). The steps where nothing changes cost
 admission is one event: a vectorized search for its first admissible step over the remaining
 steps (max_num_seqs, budget, full-sequence KV check and watermark, against the free blocks left
 after that step's decode allocations), then slice updates. The window is cut before the first
-step where the story breaks (a running request short of blocks, i.e. a preemption; a chunked
-admission; a budget-capped step); the general step code does that step. So each window is exact
+step where the story breaks (a running request short of blocks, i.e. a preemption; a prompt
+capped by long_prefill_token_threshold); the general step code does that step. A window may end
+with its last admission part-way through its prompt; single steps finish it. So each window is exact
 step for step. (Prefix caching keeps the shorter quiet runs in scheduler.py: its block pool is
 order dependent.)
 
@@ -32,6 +35,7 @@ import bisect
 
 import numpy as np
 
+from sim.admits import Admits, chunk_plan, prompt_steps
 from sim.kv import cdiv
 from sim.landing import landings
 from sim.run import StepDetail
@@ -136,10 +140,10 @@ class WindowMixin:
             arr_t = self.arrival_sorted[ptr:end] - k0
             if n0 == 0 and self.waiting.shape[0] == 0 and arr_ids.shape[0] == 0:
                 return 0
-            stop, adm_ids, adm_t, fin0, final0 = self._plan(T, R, comp0, arr_ids, arr_t)
+            stop, admits, fin0, final0 = self._plan(T, R, comp0, arr_ids, arr_t)
             if stop <= 0:
                 return 0
-            arrays = self._window_arrays(stop, R, comp0, fin0, final0, adm_ids, adm_t)
+            arrays = self._window_arrays(stop, R, comp0, fin0, final0, admits)
             nan = np.full(stop, np.nan)
             m = self._apply_window(stop, arrays, R, comp0, fin0, arr_ids, arr_t, nan, nan)
         if m:
@@ -192,10 +196,12 @@ class WindowMixin:
                 self._remaining(arr_ids),
                 self.budget_max,
             )
+        behind = self.policy.name == "fcfs"
+        queued = self.waiting.shape[0]
         for _ in range(ROUNDS):
             n_g = guess.shape[0]
             plan = self._plan(T, R, comp0, arr_ids[:n_g], guess, running)
-            stop, adm_ids, adm_t, fin0, final0 = plan
+            stop, admits, fin0, final0 = plan
             if stop <= 0:
                 return 0
             bare_ms = None
@@ -216,7 +222,7 @@ class WindowMixin:
                 )
                 ms, bare_ms = both[:stop], both[stop:]
             else:
-                shapes = self._step_shapes(stop, running[2], kv_r, adm_ids, adm_t)
+                shapes = self._step_shapes(stop, running[2], kv_r, admits)
                 ms = np.asarray(self.timer(*shapes), dtype=np.float64)
             ends = self.now_s + np.cumsum(ms) / 1e3
             starts = np.concatenate(([self.now_s], ends[:-1]))
@@ -226,6 +232,10 @@ class WindowMixin:
                     return 0
             landing = np.searchsorted(starts, arr_s, side="left")  # first step starting >= it
             n_a = int(np.searchsorted(landing, stop, side="left"))
+            if behind and len(admits) < queued:
+                # FCFS and only requests already waiting admitted: the arrivals join the queue
+                # behind them whatever their steps, so the plan holds with the true landings
+                guess, n_g = landing[:n_a], n_a
             n_g = int(np.searchsorted(guess, stop, side="left"))  # guessed inside this plan
             n = min(n_a, n_g)
             diff = np.flatnonzero(landing[:n] != guess[:n])
@@ -237,18 +247,18 @@ class WindowMixin:
             if n_a == K and ptr + K < self.n:  # later arrivals were not looked at
                 nxt = landing[K - 1] if K else np.searchsorted(starts, self.arrival_sorted[ptr])
                 m = min(m, int(nxt))
-            best = (m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess)
+            best = (m, admits, fin0, final0, starts, ms, n_g, guess)
             if m == stop or K == 0:
                 break
             if bare_ms is None:
                 guess = landing[:n_a]
             else:
                 known = landing[: min(j + 1, n_a)]  # landed on a timeline already right
-                guess = self._relanded(arr_s, ms, bare_ms, adm_ids, adm_t, stop, known)
-        m, adm_ids, adm_t, fin0, final0, starts, ms, n_g, guess = best
+                guess = self._relanded(arr_s, ms, bare_ms, admits, stop, known)
+        m, admits, fin0, final0, starts, ms, n_g, guess = best
         if m <= 0:
             return 0
-        arrays = self._window_arrays(m, R, comp0, fin0, final0, adm_ids, adm_t)
+        arrays = self._window_arrays(m, R, comp0, fin0, final0, admits)
         self.now_s = float(starts[m - 1] + ms[m - 1] / 1e3)
         self.avg_step_ms = float(ms[:m].mean())
         return self._apply_window(
@@ -263,7 +273,7 @@ class WindowMixin:
             self._price = make(self.budget_max, self.max_seqs) if make is not None else None
         return self._price
 
-    def _relanded(self, arr_s, ms, bare_ms, adm_ids, adm_t, stop, known) -> np.ndarray:
+    def _relanded(self, arr_s, ms, bare_ms, admits, stop, known) -> np.ndarray:
         """The next guess of the landing steps (Gauss-Seidel instead of Jacobi): the arrivals
         in order, each landing on the timeline its predecessors' prompts make.
 
@@ -275,7 +285,8 @@ class WindowMixin:
         by the prompts of the arrivals before it that land in earlier steps. Only a guess: the
         next round prices it exactly and keeps what agrees. `known`: the first landings, exact
         already (the pass goes on from them)."""
-        tj = np.asarray(adm_t, dtype=np.int64)
+        adm_ids = admits.ids
+        tj = np.asarray(admits.t, dtype=np.int64)
         n_adm = int(np.searchsorted(tj, stop))  # admitted inside the plan (in arrival order)
         tj = tj[:n_adm]
         pre = np.zeros(arr_s.shape[0])
@@ -332,7 +343,7 @@ class WindowMixin:
         `_running_part(T, R, comp0)` if already computed). `closed`: a closed loop, where
         besides `arr_ids` (sent already) each finish at step f sends the next unsent request,
         which arrives in step f + 1 (sim/closed_loop.py).
-        Returns (stop, admitted ids, their steps, finishing steps and final blocks of R)."""
+        Returns (stop, the admissions (sim/admits.py), finishing steps and final blocks of R)."""
         bs = self.bs
         B = self.budget_max
         ptr = self.arrival_ptr
@@ -352,7 +363,8 @@ class WindowMixin:
             if res is not None:
                 stop, adm_ids, adm_t, busy, all_in = res
                 everyone = all_in and ptr + arr_ids.shape[0] == self.n
-                return self._plan_end(stop, adm_ids, adm_t, busy, fin0, final0, everyone)
+                admits = Admits.whole(adm_ids, adm_t)
+                return self._plan_end(stop, admits, busy, fin0, final0, everyone)
         # Per step, before this window's admissions: requests already running (busy), budget
         # left after their decodes (left) and free blocks left after their allocations (avail).
         free_start = np.empty(T + 1, dtype=np.int64)
@@ -378,8 +390,7 @@ class WindowMixin:
         ai = 0  # next arrival not yet in the queue
         n_arr = arr_ids.shape[0]
         t_prev = 0
-        adm_ids: list[int] = []
-        adm_t: list[int] = []
+        admits = Admits()
         S = self.max_seqs
         wmb = self.wm_blocks
         while True:
@@ -436,49 +447,74 @@ class WindowMixin:
                 t_prev = t_next_arr
                 continue
             t_h = t_prev + i
-            capped = self.thr > 0 and nt > self.thr and b_sl[i] + queue.shape[0] > 1
-            if nt > int(l_sl[i]) or capped:
-                limit = t_h  # a chunked admission: the general step does it
+            if self.thr > 0 and nt > self.thr and b_sl[i] + queue.shape[0] > 1:
+                limit = t_h  # capped at the threshold: the general step does it
                 break
-            # admit h at t_h with its whole num_tokens; it samples, then decodes from t_h + 1
+            chunked = nt > int(l_sl[i])
+            if chunked and self.thr > 0:  # later chunks capped once others exist: general step
+                limit = t_h
+                break
+            t_s = t_h  # the step h samples its first token in
             queue = queue[1:]
-            adm_ids.append(h)
-            adm_t.append(t_h)
-            busy[t_h] += 1
-            left[t_h] -= nt
-            avail[t_h] -= blk
+            if chunked:
+                # chunked (sim/admits.py): the budget left in each step until its last chunk
+                chunks, complete = chunk_plan(left, t_h, nt, limit)
+                held = cdiv(np.cumsum(chunks), bs)
+                short = avail[t_h + 1 : t_h + chunks.shape[0]] < held[1:]
+                if short.any():  # a chunk runs short of blocks: a preemption, general step
+                    cut = 1 + int(short.argmax())
+                    chunks, held, complete = chunks[:cut], held[:cut], False
+                n_c = chunks.shape[0]
+                if not complete:  # part-way when the window ends, at the running list's tail
+                    busy[t_h : t_h + n_c] += 1
+                    avail[t_h : t_h + n_c] -= held
+                    admits.add(h, t_h, t_h + n_c, chunks)
+                    limit = t_h + n_c
+                    break
+                t_s = t_h + n_c - 1
+                busy[t_h:t_s] += 1
+                left[t_h:t_s] -= chunks[:-1]
+                avail[t_h:t_s] -= held[:-1]
+                admits.add(h, t_h, t_s, chunks)
+                left[t_s] -= chunks[-1]
+            else:
+                # its whole num_tokens at t_h: it samples, then decodes from t_h + 1
+                admits.add(h, t_h, t_h)
+                left[t_s] -= nt
+            busy[t_s] += 1
+            avail[t_s] -= blk
             rem = int(min(self.max_out[h] - self.num_output[h], self.mml - nt))
-            fin = min(t_h + rem - 1, T - 1)
-            if fin > t_h:
-                busy[t_h + 1 : fin + 1] += 1
-                left[t_h + 1 : fin + 1] -= 1
-                avail[t_h + 1 : fin + 1] -= blk
-                t0 = t_h + 1 + (-nt) % bs
+            fin = min(t_s + rem - 1, T - 1)
+            if fin > t_s:
+                busy[t_s + 1 : fin + 1] += 1
+                left[t_s + 1 : fin + 1] -= 1
+                avail[t_s + 1 : fin + 1] -= blk
+                t0 = t_s + 1 + (-nt) % bs
                 if t0 <= fin:
                     avail[t0 : fin + 1] -= stair[: fin + 1 - t0]
-            if closed and t_h + rem < T:
-                bisect.insort(fins, t_h + rem - 1)  # its release lands in step t_h + rem
-            gone = t_h + rem  # async: the step in which it is skipped, still holding its blocks
+            if closed and t_s + rem < T:
+                bisect.insort(fins, t_s + rem - 1)  # its release lands in step t_s + rem
+            gone = t_s + rem  # async: the step in which it is skipped, still holding its blocks
             if self.lag and gone < T:
                 busy[gone] += 1
                 avail[gone] -= -(-(nt + rem - 1) // bs)
                 fin = gone
             # avail only fell on [t_h, fin], and nothing before limit was short: look there
             hi = min(limit, fin + 1)
-            if t_h + 1 < hi:
-                limit = min(limit, first_bad(t_h + 1, hi))
+            if t_s + 1 < hi:
+                limit = min(limit, first_bad(t_s + 1, hi))
             t_prev = t_h
 
         everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr + sent == self.n
-        return self._plan_end(limit, adm_ids, adm_t, busy, fin0, final0, everyone)
+        return self._plan_end(limit, admits, busy, fin0, final0, everyone)
 
-    def _plan_end(self, stop, adm_ids, adm_t, busy, fin0, final0, everyone):
+    def _plan_end(self, stop, admits, busy, fin0, final0, everyone):
         """Common end of a plan: a run ends with its last finish; a timed engine never idles."""
         if everyone:
             fins = [int(fin0.max()) if fin0.shape[0] else -1]
-            if len(adm_ids):
-                h_arr = np.asarray(adm_ids)
-                t_arr = np.asarray(adm_t)
+            if len(admits):
+                h_arr = np.asarray(admits.ids)
+                t_arr = np.asarray(admits.s)
                 rem_h = np.minimum(
                     self.max_out[h_arr] - self.num_output[h_arr],
                     self.mml - self.num_tokens[h_arr],
@@ -489,7 +525,7 @@ class WindowMixin:
             idle = busy[:stop] == 0
             if idle.any():  # a timed engine does not step while idle: it jumps to the arrival
                 stop = int(np.argmax(idle))
-        return stop, adm_ids, adm_t, fin0, final0
+        return stop, admits, fin0, final0
 
     def _plan_immediate(self, T, running, J, tj):
         """The waiting queue is empty: try the story where every arrival is admitted in its
@@ -552,48 +588,40 @@ class WindowMixin:
         self._plan_shapes = (run_tot, kv_j, adm_cnt, adm_tok, adm_attn)
         return stop, J[keep], tj[keep], run_tot + adm_cnt + ling, bool(keep.all())
 
-    def _step_shapes(self, m, run_cnt_r, kv_r, adm_ids, adm_t) -> tuple[np.ndarray, ...]:
+    def _step_shapes(self, m, run_cnt_r, kv_r, admits) -> tuple[np.ndarray, ...]:
         """(tokens, seqs, kv_read, attn) of the first m steps of a plan, what the cost model
         prices: the same integers as `_window_arrays`, from the running requests' per-step
         count and KV read (`_running_kv_read`, the same for every plan) plus the admissions'."""
-        J = np.asarray(adm_ids, dtype=np.int64)
-        tj = np.asarray(adm_t, dtype=np.int64)
-        keep = tj < m
-        J, tj = J[keep], tj[keep]
+        J, tj, sj, spans = admits.upto(m)
         ntj = self.num_tokens[J]
-        finj = tj + np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj) - 1
-        dec = tj < finj  # decodes on steps tj + 1 .. finj
-        a_d = np.minimum(tj[dec] + 1, m)
+        finj = sj + np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj) - 1
+        dec = sj < finj  # decodes on steps sj + 1 .. finj
+        a_d = np.minimum(sj[dec] + 1, m)
         f_d = np.minimum(finj[dec] + 1, m)
         cnt = np.cumsum(np.bincount(a_d, minlength=m + 1) - np.bincount(f_d, minlength=m + 1))
-        w = (ntj - tj - 1)[dec].astype(np.float64)  # computed tokens before step t: w + t
+        w = (ntj - sj - 1)[dec].astype(np.float64)  # computed tokens before step t: w + t
         d1 = np.bincount(a_d, weights=w, minlength=m + 1)
         d1 -= np.bincount(f_d, weights=w, minlength=m + 1)
         run_cnt = run_cnt_r[:m] + cnt[:m]
         kv_read = kv_r[:m] + np.rint(np.cumsum(d1)[:m]).astype(np.int64)
         kv_read += np.arange(m, dtype=np.int64) * cnt[:m]
-        adm_cnt = np.bincount(tj, minlength=m)[:m]
-        adm_tok = np.bincount(tj, weights=ntj, minlength=m)[:m].astype(np.int64)
-        adm_attn = np.bincount(tj, weights=ntj * (ntj + 1) // 2, minlength=m)[:m]
-        attn = kv_read + run_cnt + adm_attn.astype(np.int64)
-        return run_cnt + adm_tok, run_cnt + adm_cnt, kv_read, attn
+        pre = prompt_steps(m, tj, sj, ntj, spans, self.bs)
+        attn = kv_read + run_cnt + pre["attn"]
+        return run_cnt + pre["tok"], run_cnt + pre["cnt"], kv_read + pre["kv"], attn
 
-    def _window_arrays(self, m, R, comp0, fin0, final0, adm_ids, adm_t) -> dict:
+    def _window_arrays(self, m, R, comp0, fin0, final0, admits) -> dict:
         """Per-request and per-step arrays of the first m steps of a planned window."""
         bs = self.bs
         n0 = R.shape[0]
-        J = np.array(adm_ids, dtype=np.int64)
-        tj = np.array(adm_t, dtype=np.int64)
-        keep = tj < m
-        J, tj = J[keep], tj[keep]
+        J, tj, sj, spans = admits.upto(m)
         ntj = self.num_tokens[J]
         remj = np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj)
-        finj = tj + remj - 1
+        finj = sj + remj - 1
         zeros = np.zeros(n0, dtype=np.int64)
-        a = np.concatenate((zeros, tj + 1))  # first decode step
+        a = np.concatenate((zeros, sj + 1))  # first decode step
         fin = np.concatenate((fin0, finj))
         base = np.concatenate((comp0, ntj))  # computed before step a
-        final = np.concatenate((final0, cdiv(ntj + finj - tj, bs)))
+        final = np.concatenate((final0, cdiv(ntj + finj - sj, bs)))
         dec = a <= fin
         a_d = np.minimum(a[dec], m)
         f_d = np.minimum(fin[dec] + 1, m)
@@ -604,11 +632,8 @@ class WindowMixin:
         d1 = np.bincount(a_d, weights=w, minlength=m + 1)
         d1 -= np.bincount(f_d, weights=w, minlength=m + 1)
         t = np.arange(m, dtype=np.int64)
-        kv_read = np.rint(np.cumsum(d1)[:m]).astype(np.int64) + t * run_cnt
-        adm_cnt = np.bincount(tj, minlength=m)[:m]
-        adm_tok = np.bincount(tj, weights=ntj, minlength=m)[:m].astype(np.int64)
-        adm_blk = np.bincount(tj, weights=cdiv(ntj, bs), minlength=m)[:m].astype(np.int64)
-        adm_attn = np.bincount(tj, weights=ntj * (ntj + 1) // 2, minlength=m)[:m]
+        kv_dec = np.rint(np.cumsum(d1)[:m]).astype(np.int64) + t * run_cnt
+        pre = prompt_steps(m, tj, sj, ntj, spans, bs)
         dec_need = _boundary_counts(a[dec], fin[dec], base[dec], bs, m)
         out = fin + self.lag  # the step whose output processing frees it (async: one later)
         inw = out < m
@@ -616,23 +641,27 @@ class WindowMixin:
         num_fin = np.bincount(out[inw], minlength=m)[:m]
         ling = num_fin if self.lag else 0  # finished but still in `running` (async)
         free_after_sched = (
-            self.free - np.cumsum(dec_need + adm_blk) + np.concatenate(([0], np.cumsum(freed)[:-1]))
+            self.free
+            - np.cumsum(dec_need + pre["blk"])
+            + np.concatenate(([0], np.cumsum(freed)[:-1]))
         )
         kv_used_sched = self.usable - free_after_sched
         return {
             "J": J,
             "tj": tj,
+            "sj": sj,
+            "spans": spans,
             "ntj": ntj,
             "finj": finj,
             "ids": np.concatenate((R, J)),
-            "s": np.concatenate((zeros, tj)),  # first sampling step
+            "s": np.concatenate((zeros, sj)),  # first sampling step
             "fin": fin,
-            "tokens": run_cnt + adm_tok,
-            "seqs": run_cnt + adm_cnt,
-            "num_running": run_cnt + adm_cnt + ling,
-            "kv_read": kv_read,
-            "attn": kv_read + run_cnt + adm_attn.astype(np.int64),
-            "adm_cnt": adm_cnt,
+            "tokens": run_cnt + pre["tok"],
+            "seqs": run_cnt + pre["cnt"],
+            "num_running": run_cnt + pre["waiting_first"] + pre["first"] + ling,
+            "kv_read": kv_dec + pre["kv"],
+            "attn": kv_dec + run_cnt + pre["attn"],
+            "adm_cnt": np.bincount(tj, minlength=m)[:m],  # left the waiting queue
             "num_fin": num_fin,
             "kv_used_sched": kv_used_sched,
             "kv_used": kv_used_sched - freed,
@@ -642,7 +671,8 @@ class WindowMixin:
         """Write the first m steps of a planned window into the state and the logs."""
         bs = self.bs
         k0 = self.step + 1
-        J, tj, ntj, finj = arrays["J"], arrays["tj"], arrays["ntj"], arrays["finj"]
+        J, tj, sj = arrays["J"], arrays["tj"], arrays["sj"]
+        ntj, finj = arrays["ntj"], arrays["finj"]
         nJ = J.shape[0]
         ids, s, fin = arrays["ids"], arrays["s"], arrays["fin"]
         tokens, seqs = arrays["tokens"], arrays["seqs"]
@@ -670,17 +700,24 @@ class WindowMixin:
         self.first_token[R] = np.where((ft == 0) & (adv > 0), k0, ft)
         resumed = self.num_preemptions[J] > 0
         if nJ:
-            advj = np.minimum(finj, m - 1) - tj  # decode steps done after admission
-            in_flight_j = (finj >= m - 1).astype(np.int64) if lag else 0
+            # one admitted last may be part-way through its prompt (sim/admits.py): no token yet
+            part = sj >= m
+            computed_j = ntj.copy()
+            for j, c in arrays["spans"]:
+                if part[j]:
+                    computed_j[j] = int(c[: m - tj[j]].sum())
+            advj = np.where(part, 0, np.minimum(finj, m - 1) - sj)  # decodes after the first
+            in_flight_j = ((finj >= m - 1) & ~part).astype(np.int64) if lag else 0
+            got = np.where(part, 0, advj + 1 - in_flight_j)  # outputs processed
             self.status[J] = 2
             fs_j = self.first_sched[J]
             self.first_sched[J] = np.where(fs_j == 0, k0 + tj, fs_j)
             ft = self.first_token[J]
-            self.first_token[J] = np.where(ft == 0, k0 + tj, ft)
-            self.computed[J] = ntj + advj
-            self.num_output[J] += advj + 1 - in_flight_j
-            self.num_tokens[J] = ntj + advj + 1 - in_flight_j
-            self.blocks[J] = cdiv(ntj + advj, bs)
+            self.first_token[J] = np.where((ft == 0) & ~part, k0 + sj, ft)
+            self.computed[J] = computed_j + advj
+            self.num_output[J] += got
+            self.num_tokens[J] = ntj + got
+            self.blocks[J] = cdiv(computed_j + advj, bs)
             if lag:
                 self.ph[J] = in_flight_j
         done = fin + lag < m
@@ -730,6 +767,7 @@ class WindowMixin:
                 tj,
                 J,
                 ntj,
+                arrays["spans"],
                 resumed,
                 arr_ids[:n_arrived],
                 arr_t[:n_arrived],
@@ -739,7 +777,7 @@ class WindowMixin:
         return m
 
     def _window_queue_and_detail(
-        self, m, k0, queue, ids, s, fin, tj, J, ntj, resumed, arr_ids, arr_t, used_s, used
+        self, m, k0, queue, ids, s, fin, tj, J, ntj, spans, resumed, arr_ids, arr_t, used_s, used
     ) -> None:
         """The waiting queue after the window (and, if recorded, each step's detail). Queue
         updates are per admission/arrival event; the per-step detail loop runs only when
@@ -759,6 +797,11 @@ class WindowMixin:
         adm_step[n0:] = tj
         res = np.zeros(ids.shape[0], dtype=bool)
         res[n0:] = resumed
+        # tokens of request i at step t: 1 for a decode, its prompt in the step it samples first
+        # (whole prompts), or its chunk (chunked ones, from their admission step)
+        chunk = {n0 + j: (int(tj[j]), c) for j, c in spans}
+        entered = np.full(ids.shape[0], -1)
+        entered[n0:] = tj
         q = queue
         lag = self.lag  # async: a request is freed, and leaves `running`, one step later
         for t in range(m):
@@ -768,21 +811,25 @@ class WindowMixin:
             joining = is_j & (adm_step == t)
             if joining.any():
                 q = q[~np.isin(q, ids[joining])]
-            active = (s <= t) & (fin >= t)
-            scheduled = ids[active]
-            toks = np.where(joining[active], ntok[active], 1)
+            sampled_mask = (s <= t) & (fin >= t)
+            toks = np.where(is_j & (s == t), ntok, 1)
+            active = sampled_mask.copy()
+            for i, (t0, c) in chunk.items():
+                if t0 <= t < t0 + c.shape[0]:
+                    toks[i] = c[t - t0]
+                    active[i] = c[t - t0] > 0
             self.detail.append(
                 StepDetail(
                     step=k0 + t,
                     arrived=arrived,
-                    scheduled_req=scheduled,
-                    scheduled_tokens=toks,
+                    scheduled_req=ids[active],
+                    scheduled_tokens=toks[active],
                     new=ids[joining & ~res],
                     resumed=ids[joining & res],
                     preempted=_EMPTY,
-                    sampled=scheduled,
+                    sampled=ids[sampled_mask],
                     finished=ids[fin + lag == t],
-                    running=ids[(s <= t) & (fin >= t - lag)],
+                    running=ids[(entered <= t) & (fin >= t - lag)],
                     waiting=q,
                     kv_blocks_used_after_schedule=int(used_s[t]),
                     kv_blocks_used=int(used[t]),

@@ -1,0 +1,127 @@
+"""A window's admissions (sim/window.py), chunked prompts included, and the prompt work they add
+to each step.
+
+A window admits requests from the waiting queue's head. Most get their whole prompt (or whole
+recompute) in the step they are admitted, sample their first token in it and decode from the
+next. A prompt longer than the budget the running decodes leave is chunked, as vLLM does with
+chunked prefill: it takes the budget left in its admission step, then, at the tail of the running
+list behind the decodes, the budget left in each later step, until its last chunk samples its first
+token; only then can the next request be admitted (with what budget that step has left), so at
+most one prompt is part-way at any step's end. `Admits` keeps, per admission, the step it is
+admitted in (`t`) and the step it samples its first token in (`s`, the same unless chunked), and
+for each chunked one its chunk sizes from `t` to `s`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.kv import cdiv
+
+
+@dataclass
+class Admits:
+    """A plan's admissions in order (see the module docstring)."""
+
+    ids: list = field(default_factory=list)
+    t: list = field(default_factory=list)  # admitted (first scheduled) in this step
+    s: list = field(default_factory=list)  # samples its first token in this step
+    spans: list = field(default_factory=list)  # (index into ids, chunk tokens on steps t .. s)
+
+    @classmethod
+    def whole(cls, ids: np.ndarray, t: np.ndarray) -> Admits:
+        """Admissions that each take their whole prompt in their admission step."""
+        return cls(ids, t, t, [])
+
+    def add(self, r: int, t: int, s: int, chunks: np.ndarray | None = None) -> None:
+        if chunks is not None:
+            self.spans.append((len(self.ids), chunks))
+        self.ids.append(r)
+        self.t.append(t)
+        self.s.append(s)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def upto(self, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+        """(ids, admission steps, first-sampling steps, spans) of those admitted before step m
+        (a prefix: admissions are in step order). One admitted last may still be part-way
+        through its prompt at step m (its first sampling step is m or later)."""
+        tj = np.asarray(self.t, dtype=np.int64)
+        n = int(np.searchsorted(tj, m, side="left"))
+        spans = [(j, c) for j, c in self.spans if j < n]
+        return (
+            np.asarray(self.ids, dtype=np.int64)[:n],
+            tj[:n],
+            np.asarray(self.s, dtype=np.int64)[:n],
+            spans,
+        )
+
+
+def prompt_steps(m: int, tj, sj, ntj, spans, bs: int) -> dict[str, np.ndarray]:
+    """Per step t < m, the admissions' prompt work: how many are scheduled for prompt tokens
+    (`cnt`), their tokens (`tok`), the KV tokens they read (computed before their chunk: `kv`),
+    the attention pairs (`attn`) and the blocks they newly take (`blk`); how many sample their
+    first token (`first`) and how many are in the running list without one yet
+    (`waiting_first`)."""
+    cnt = np.bincount(tj, minlength=m)[:m]
+    if not spans:  # every prompt whole, in its admission step
+        zeros = np.zeros(m, dtype=np.int64)
+        return {
+            "cnt": cnt,
+            "tok": np.bincount(tj, weights=ntj, minlength=m)[:m].astype(np.int64),
+            "kv": zeros,
+            "attn": np.bincount(tj, weights=ntj * (ntj + 1) // 2, minlength=m)[:m].astype(np.int64),
+            "blk": np.bincount(tj, weights=cdiv(ntj, bs), minlength=m)[:m].astype(np.int64),
+            "first": cnt,
+            "waiting_first": zeros,
+        }
+    whole = tj == sj
+    tw, nw = tj[whole], ntj[whole]
+    cnt = np.bincount(tw, minlength=m)[:m]
+    tok = np.bincount(tw, weights=nw, minlength=m)[:m]
+    attn = np.bincount(tw, weights=nw * (nw + 1) // 2, minlength=m)[:m]
+    blk = np.bincount(tw, weights=cdiv(nw, bs), minlength=m)[:m]
+    kv = np.zeros(m)
+    for j, c in spans:
+        steps = int(tj[j]) + np.arange(c.shape[0], dtype=np.int64)
+        ctx = np.cumsum(c) - c
+        on = (c > 0) & (steps < m)
+        st, cc, cx = steps[on], c[on], ctx[on]  # distinct steps: one chunk a step
+        cnt[st] += 1
+        tok[st] += cc
+        kv[st] += cx
+        attn[st] += cc * cx + cc * (cc + 1) // 2
+        blk[st] += cdiv(cx + cc, bs) - cdiv(cx, bs)
+    lo = np.minimum(tj, m)
+    hi = np.minimum(sj, m)
+    pending = np.cumsum(np.bincount(lo, minlength=m + 1) - np.bincount(hi, minlength=m + 1))[:m]
+    return {
+        "cnt": cnt.astype(np.int64),
+        "tok": tok.astype(np.int64),
+        "kv": kv.astype(np.int64),
+        "attn": attn.astype(np.int64),
+        "blk": blk.astype(np.int64),
+        "first": np.bincount(sj, minlength=m)[:m],
+        "waiting_first": pending,
+    }
+
+
+def chunk_plan(left: np.ndarray, t_h: int, nt: int, limit: int) -> tuple[np.ndarray, bool]:
+    """The chunks of an `nt`-token prompt admitted at step t_h with `left` the budget each step
+    has left after the running decodes: left[t_h] in its admission step, then left[t] (or what
+    remains) in each later step before `limit`; and whether the last of them ends the prompt."""
+    c0 = int(left[t_h])
+    rest = nt - c0
+    later = np.maximum(left[t_h + 1 : limit], 0)
+    cs = np.cumsum(later)
+    k = int(np.searchsorted(cs, rest, side="left"))
+    if k >= later.shape[0]:
+        return np.concatenate(([c0], later)).astype(np.int64), False
+    chunks = np.empty(k + 2, dtype=np.int64)
+    chunks[0] = c0
+    chunks[1 : k + 1] = later[:k]
+    chunks[k + 1] = rest - (int(cs[k - 1]) if k else 0)
+    return chunks, True
