@@ -158,7 +158,16 @@ class WindowMixin:
         they agree, and keep the steps before the first disagreement otherwise."""
         ptr = self.arrival_ptr
         K = min(self.n - ptr, 4 * T + 16)
-        if self.cfg.admission_control and K:
+        # FCFS behind a waiting queue: arrivals that land behind it are checked against the
+        # limits after the window, each against the outputs of the steps before it came
+        # (`_checked_arrivals`), if the plan admits none of them
+        checked = (
+            self.cfg.admission_control
+            and self.policy.name == "fcfs"
+            and self.waiting.shape[0] > 0
+            and self.timeout_s is None
+        )
+        if self.cfg.admission_control and K and not checked:
             # the window takes the arrivals the limits admit whatever happens first; the next
             # one is checked against the state it sees (scheduler._admission) after the window
             K = self._surely_admitted(ptr, K)
@@ -236,6 +245,12 @@ class WindowMixin:
                 # FCFS and only requests already waiting admitted: the arrivals join the queue
                 # behind them whatever their steps, so the plan holds with the true landings
                 guess, n_g = landing[:n_a], n_a
+            elif checked:  # the queue runs dry: end before the first arrival, checked then
+                # (before its guessed step too: the plan may have admitted it there)
+                m = min(stop, int(landing[0])) if K else stop
+                m = min(m, int(guess[0])) if guess.shape[0] else m
+                best = (m, admits, fin0, final0, starts, ms, 0, _EMPTY)
+                break
             n_g = int(np.searchsorted(guess, stop, side="left"))  # guessed inside this plan
             n = min(n_a, n_g)
             diff = np.flatnonzero(landing[:n] != guess[:n])
@@ -262,7 +277,7 @@ class WindowMixin:
         self.now_s = float(starts[m - 1] + ms[m - 1] / 1e3)
         self.avg_step_ms = float(ms[:m].mean())
         return self._apply_window(
-            m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m]
+            m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m], checked
         )
 
     def _pricer(self):
@@ -667,8 +682,11 @@ class WindowMixin:
             "kv_used": kv_used_sched - freed,
         }
 
-    def _apply_window(self, m, arrays, R, comp0, fin0, arr_ids, arr_t, starts, ms) -> int:
-        """Write the first m steps of a planned window into the state and the logs."""
+    def _apply_window(
+        self, m, arrays, R, comp0, fin0, arr_ids, arr_t, starts, ms, checked=False
+    ) -> int:
+        """Write the first m steps of a planned window into the state and the logs (`checked`:
+        the arrivals are checked against vLLM's limits here, `_checked_arrivals`)."""
         bs = self.bs
         k0 = self.step + 1
         J, tj, sj = arrays["J"], arrays["tj"], arrays["sj"]
@@ -678,8 +696,6 @@ class WindowMixin:
         tokens, seqs = arrays["tokens"], arrays["seqs"]
         kv_used_sched, kv_used = arrays["kv_used_sched"], arrays["kv_used"]
         n_arrived = int(np.searchsorted(arr_t, m - 1, side="right")) if arr_t.shape[0] else 0
-        arrived_by = np.cumsum(np.bincount(arr_t[:n_arrived], minlength=m)[:m])
-        waiting = self.waiting.shape[0] + arrived_by - np.cumsum(arrays["adm_cnt"])
         # ---- tokens: request i samples on steps [s_i, min(fin_i, m - 1)], running order
         steps, who = _step_major(s, np.minimum(fin, m - 1))
         if steps.shape[0]:
@@ -731,11 +747,18 @@ class WindowMixin:
         queue = self.waiting
         if n_arrived:
             new = arr_ids[:n_arrived]
-            self.status[new[self.status[new] == 0]] = 1
-            self.arrival_ptr += n_arrived
-            if self.cfg.admission_control:  # taken by _surely_admitted: count them in
+            if checked:  # the limits' verdicts, now that the window's outputs are known
+                kept = self._checked_arrivals(new, arr_t[:n_arrived], k0, starts)
+                arr_ids, arr_t = new[kept], arr_t[:n_arrived][kept]
+            elif self.cfg.admission_control:  # taken by _surely_admitted: count them in
                 self.num_admitted += n_arrived
                 self.admitted_prompt += int(self.prompt[new].sum())
+            self.arrival_ptr += n_arrived
+            n_arrived = arr_ids.shape[0] if checked else n_arrived
+            new = arr_ids[:n_arrived]
+            self.status[new[self.status[new] == 0]] = 1
+        arrived_by = np.cumsum(np.bincount(arr_t[:n_arrived], minlength=m)[:m])
+        waiting = self.waiting.shape[0] + arrived_by - np.cumsum(arrays["adm_cnt"])
         self.running = ids[~done]
         if lag:
             self.pending = ids[(s <= m - 1) & (fin >= m - 1)]
@@ -775,6 +798,26 @@ class WindowMixin:
                 kv_used,
             )
         return m
+
+    def _checked_arrivals(self, new, land, k0, starts) -> np.ndarray:
+        """vLLM's limits (scheduler._admission) for the arrivals a FCFS window landed behind
+        its queue, in arrival order: one that came during the step before its landing step sees
+        the outputs processed before that step, one at the very start of its step sees that
+        step's too. The window's finishes and first tokens are in the state already (a check
+        reads only those of steps up to what it sees). Returns the mask of those let in."""
+        arr_s = self.arrival_sorted[self.arrival_ptr : self.arrival_ptr + new.shape[0]]
+        seen = k0 + land - 1 - (arr_s < starts[land]).astype(np.int64)
+        kept = np.zeros(new.shape[0], dtype=bool)
+        cuts = np.flatnonzero(np.diff(seen)) + 1
+        for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, new.shape[0]].tolist(), strict=True):
+            part = new[lo:hi]
+            taken, reason = self._check_admission(part, int(seen[lo]))
+            self.rejected[part[taken:]] = reason
+            self.num_rejected += part.shape[0] - taken
+            self.num_admitted += taken
+            self.admitted_prompt += int(self.prompt[part[:taken]].sum())
+            kept[lo : lo + taken] = True
+        return kept
 
     def _window_queue_and_detail(
         self, m, k0, queue, ids, s, fin, tj, J, ntj, spans, resumed, arr_ids, arr_t, used_s, used

@@ -84,3 +84,41 @@ def test_chunked_windows_record_each_step_as_single_steps_do():
         for name in fields:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
         assert a.kv_blocks_used == b.kv_blocks_used
+
+
+@pytest.mark.parametrize("limit", ["max_num_queued_reqs", "max_num_queued_tokens"])
+def test_arrivals_behind_the_queue_are_checked_against_the_limits_in_windows(limit):
+    """FCFS with a waiting queue: the window lands arrivals behind it and checks each against
+    vLLM's limits afterwards (window._checked_arrivals); the queue also runs dry at times."""
+    dep = deployment("H100-SXM", "Llama-3.1-8B")
+    spec = "poisson:n=1500,rate=30,prompt=lognormal:800:0.8,output=lognormal:200:0.8,seed=3"
+    wl = from_spec(spec)
+    value = {"max_num_queued_reqs": 450, "max_num_queued_tokens": 60_000}[limit]
+    cfg = config_for(dep, **{limit: value})
+    timer = timer_for(dep)
+    fast = Engine(cfg, wl, timer=timer, max_steps=100_000).run()
+    slow = Engine(cfg, wl, timer=timer, batch_quiet_runs=False, max_steps=100_000).run()
+    refused = np.count_nonzero(fast.rejected)
+    assert 0 < refused < wl.num_requests // 2  # the limit binds, and not always
+    assert fast.num_steps == slow.num_steps
+    np.testing.assert_array_equal(fast.rejected, slow.rejected)
+    for name in ("num_scheduled_tokens", "num_waiting", "first_token_step", "finish_step"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+    np.testing.assert_allclose(fast.step_ms, slow.step_ms, rtol=0, atol=1e-9)
+
+
+def test_a_window_that_drains_the_queue_with_a_limit_set_admits_no_arrival_early():
+    """With a limit set (binding or not) and the queue running dry inside a window, the window
+    ends before the first arrival's guessed and true landing steps: admitted at a guessed step,
+    a request would be running before it arrived, and later arrive a second time."""
+    dep = deployment("H100-SXM", "Llama-3.1-8B")
+    spec = "poisson:n=3000,rate=22,prompt=lognormal:800:0.8,output=lognormal:200:0.8,seed=3"
+    wl = from_spec(spec)
+    cfg = config_for(dep, max_num_queued_reqs=2048)
+    timer = timer_for(dep)
+    fast = Engine(cfg, wl, timer=timer, max_steps=50_000).run()  # raises rather than hang
+    slow = Engine(cfg, wl, timer=timer, batch_quiet_runs=False, max_steps=50_000).run()
+    assert fast.num_steps == slow.num_steps
+    np.testing.assert_array_equal(fast.first_scheduled_step, slow.first_scheduled_step)
+    np.testing.assert_array_equal(fast.finish_step, slow.finish_step)
+    np.testing.assert_array_equal(fast.num_output_tokens, wl.output_tokens)
