@@ -151,7 +151,7 @@ class WindowMixin:
             self.window_len = min(8192, max(32, 2 * m))
         return m
 
-    def _timed_window(self, T: int, R: np.ndarray, comp0: np.ndarray) -> int:
+    def _timed_window(self, T: int, R: np.ndarray, comp0: np.ndarray, check: bool = True) -> int:
         """A timed window: which step each arrival lands in depends on the step times, which
         depend on the arrivals. Guess the landing steps, plan, price the steps (one vectorized
         cost call), recompute the landing steps; repeat with a better guess (`_relanded`) until
@@ -162,7 +162,8 @@ class WindowMixin:
         # limits after the window, each against the outputs of the steps before it came
         # (`_checked_arrivals`), if the plan admits none of them
         checked = (
-            self.cfg.admission_control
+            check
+            and self.cfg.admission_control
             and self.policy.name == "fcfs"
             and self.waiting.shape[0] > 0
             and self.timeout_s is None
@@ -245,12 +246,8 @@ class WindowMixin:
                 # FCFS and only requests already waiting admitted: the arrivals join the queue
                 # behind them whatever their steps, so the plan holds with the true landings
                 guess, n_g = landing[:n_a], n_a
-            elif checked:  # the queue runs dry: end before the first arrival, checked then
-                # (before its guessed step too: the plan may have admitted it there)
-                m = min(stop, int(landing[0])) if K else stop
-                m = min(m, int(guess[0])) if guess.shape[0] else m
-                best = (m, admits, fin0, final0, starts, ms, 0, _EMPTY)
-                break
+            elif checked:  # the queue runs dry: plan again with the arrivals surely let in
+                return self._timed_window(T, R, comp0, check=False)
             n_g = int(np.searchsorted(guess, stop, side="left"))  # guessed inside this plan
             n = min(n_a, n_g)
             diff = np.flatnonzero(landing[:n] != guess[:n])
