@@ -80,21 +80,25 @@ def prompt_steps(m: int, tj, sj, ntj, spans, bs: int) -> dict[str, np.ndarray]:
         }
     whole = tj == sj
     tw, nw = tj[whole], ntj[whole]
-    cnt = np.bincount(tw, minlength=m)[:m]
-    tok = np.bincount(tw, weights=nw, minlength=m)[:m]
-    attn = np.bincount(tw, weights=nw * (nw + 1) // 2, minlength=m)[:m]
-    blk = np.bincount(tw, weights=cdiv(nw, bs), minlength=m)[:m]
-    kv = np.zeros(m)
-    for j, c in spans:
-        steps = int(tj[j]) + np.arange(c.shape[0], dtype=np.int64)
-        ctx = np.cumsum(c) - c
-        on = (c > 0) & (steps < m)
-        st, cc, cx = steps[on], c[on], ctx[on]  # distinct steps: one chunk a step
-        cnt[st] += 1
-        tok[st] += cc
-        kv[st] += cx
-        attn[st] += cc * cx + cc * (cc + 1) // 2
-        blk[st] += cdiv(cx + cc, bs) - cdiv(cx, bs)
+    # every chunk of every chunked prompt at once: its step, size and the tokens before it
+    lens = np.array([c.shape[0] for _, c in spans], dtype=np.int64)
+    chunk = np.concatenate([c for _, c in spans])
+    start = np.cumsum(lens) - lens
+    first = np.repeat(tj[[j for j, _ in spans]], lens)
+    offset = np.arange(chunk.shape[0], dtype=np.int64) - np.repeat(start, lens)
+    run = np.cumsum(chunk)
+    ctx = run - chunk - np.repeat(run[start] - chunk[start], lens)
+    on = (chunk > 0) & (first + offset < m)
+    st = np.concatenate((tw, (first + offset)[on]))
+    cc, cx = chunk[on], ctx[on]
+    tok_all = np.concatenate((nw, cc))
+    cnt = np.bincount(st, minlength=m)[:m]
+    tok = np.bincount(st, weights=tok_all, minlength=m)[:m]
+    attn_w = np.concatenate((nw * (nw + 1) // 2, cc * cx + cc * (cc + 1) // 2))
+    attn = np.bincount(st, weights=attn_w, minlength=m)[:m]
+    blk_w = np.concatenate((cdiv(nw, bs), cdiv(cx + cc, bs) - cdiv(cx, bs)))
+    blk = np.bincount(st, weights=blk_w, minlength=m)[:m]
+    kv = np.bincount(st, weights=np.concatenate((np.zeros(nw.shape[0]), cx)), minlength=m)[:m]
     lo = np.minimum(tj, m)
     hi = np.minimum(sj, m)
     pending = np.cumsum(np.bincount(lo, minlength=m + 1) - np.bincount(hi, minlength=m + 1))[:m]

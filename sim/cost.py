@@ -124,11 +124,18 @@ def gemm_kernel_ms(
     partial = np.where(split > 1, 2.0 * split * m * n * ACC_BYTES * f.splitk_traffic, 0.0)
     bw = f.bw_efficiency * bw_bps
     fl = f.flops_efficiency * flops
-    mem = (n * k * w_bytes + m * (k + n) * ACT_BYTES) / bw * 1e3
+    mem, comp = _roofline_sides(m, n, k, bw, fl, w_bytes)
     run = waves * sms * tm * f.tile_n * 2.0 * (k / split) / fl * 1e3
     t = f.kernel_latency_us * 1e-3 + smooth_max(mem + partial / bw * 1e3, run, f.smooth_p)
-    comp = 2.0 * m * n * k / fl * 1e3
     return np.where(m > 0, t, 0.0), mem, comp
+
+
+def _roofline_sides(m: np.ndarray, n: int, k: int, bw, fl, w_bytes: int):
+    """A GEMM's roofline sides in ms at the achievable bandwidth and FLOP rate: the bytes
+    (weights once, 16-bit activations in and out) and the arithmetic (2mnk), without tiles."""
+    mem = (n * k * w_bytes + m * (k + n) * ACT_BYTES) / bw * 1e3
+    comp = 2.0 * m * n * k / fl * 1e3
+    return mem, comp
 
 
 def gemm_ms(
@@ -143,9 +150,12 @@ def gemm_ms(
     """
     m = np.asarray(m, dtype=np.float64)
     kw = {"bw_bps": bw_bps, "flops": flops, "sms": sms, "f": f, "w_bytes": w_bytes}
-    t, mem, comp = gemm_kernel_ms(m, n, k, **kw)
     if m.size == 0 or np.ndim(bw_bps) or np.ndim(flops) or np.ndim(sms) or m.max() > ENVELOPE_MAX:
-        return t, mem, comp  # per-row GPUs (the fit) or huge m: no split-K, already monotone
+        return gemm_kernel_ms(m, n, k, **kw)  # per-row GPUs (the fit) or huge m: monotone
+    # the kernel's time at m itself is not needed: the envelope's is (the sides are the same)
+    mem, comp = _roofline_sides(
+        m, n, k, f.bw_efficiency * bw_bps, f.flops_efficiency * flops, w_bytes
+    )
     top = int(np.ceil(m.max()))
     grid = np.arange(top + ENVELOPE_MARGIN + 1, dtype=np.float64)
     env = np.minimum.accumulate(gemm_kernel_ms(grid, n, k, **kw)[0][::-1])[::-1]
