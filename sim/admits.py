@@ -27,7 +27,9 @@ class Admits:
 
     ids: list = field(default_factory=list)
     t: list = field(default_factory=list)  # admitted (first scheduled) in this step
-    s: list = field(default_factory=list)  # samples its first token in this step
+    # samples its first token in this step; for one still part-way when the window ends, the
+    # window's end (so `s >= m` marks it part-way at a cut of m steps)
+    s: list = field(default_factory=list)
     spans: list = field(default_factory=list)  # (index into ids, chunk tokens on steps t .. s)
 
     @classmethod
@@ -36,6 +38,8 @@ class Admits:
         return cls(ids, t, t, [])
 
     def add(self, r: int, t: int, s: int, chunks: np.ndarray | None = None) -> None:
+        """Request r admitted at step t, first token at step s; `chunks`: its chunk sizes on
+        steps t, t + 1, ... (None: its whole prompt at t = s)."""
         if chunks is not None:
             self.spans.append((len(self.ids), chunks))
         self.ids.append(r)
@@ -66,8 +70,8 @@ def prompt_steps(m: int, tj, sj, ntj, spans, bs: int) -> dict[str, np.ndarray]:
     the attention pairs (`attn`) and the blocks they newly take (`blk`); how many sample their
     first token (`first`) and how many are in the running list without one yet
     (`waiting_first`)."""
-    cnt = np.bincount(tj, minlength=m)[:m]
     if not spans:  # every prompt whole, in its admission step
+        cnt = np.bincount(tj, minlength=m)[:m]
         zeros = np.zeros(m, dtype=np.int64)
         return {
             "cnt": cnt,

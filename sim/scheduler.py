@@ -9,9 +9,9 @@ cannot get blocks, the victims are chosen by the policy (sim/policy.py), and the
 from there (SCHEDULER f1's cursor rule).
 
 Most steps never come here: sim/window.py computes whole windows of steps at once (decodes,
-finishes, admissions of whole prompts, arrivals), still exactly step by step, and hands back to
-the general step below only where its simple story breaks (a preemption, a prompt capped by
-long_prefill_token_threshold).
+finishes, admissions of whole or chunked prompts, arrivals), still exactly step by step, and
+hands back to the general step below only where its simple story breaks (a preemption, a
+prompt capped by long_prefill_token_threshold).
 With prefix caching, block bookkeeping goes through vLLM's block-level LRU pool (sim/kv.py) and
 admissions go one at a time (each one's cache hits depend on the blocks the previous one hashed
 or evicted); shorter quiet runs (sim/quiet.py) replace the windows.

@@ -155,7 +155,9 @@ class WindowMixin:
         """A timed window: which step each arrival lands in depends on the step times, which
         depend on the arrivals. Guess the landing steps, plan, price the steps (one vectorized
         cost call), recompute the landing steps; repeat with a better guess (`_relanded`) until
-        they agree, and keep the steps before the first disagreement otherwise."""
+        they agree, and keep the steps before the first disagreement otherwise. `check`: with
+        admission limits, a synchronous FCFS window behind a waiting queue may check its
+        arrivals after the plan (`_checked_arrivals`); False plans with those surely let in."""
         ptr = self.arrival_ptr
         K = min(self.n - ptr, 4 * T + 16)
         # FCFS behind a waiting queue: arrivals that land behind it are checked against the
@@ -163,6 +165,7 @@ class WindowMixin:
         # (`_checked_arrivals`), if the plan admits none of them
         checked = (
             check
+            and not self.lag  # async: an arrival at a step's start sees the output before it
             and self.cfg.admission_control
             and self.policy.name == "fcfs"
             and self.waiting.shape[0] > 0
@@ -478,6 +481,8 @@ class WindowMixin:
                     chunks, held, complete = chunks[:cut], held[:cut], False
                 n_c = chunks.shape[0]
                 if not complete:  # part-way when the window ends, at the running list's tail
+                    # (its `s` is the window's end: no first token inside it; `left` needs no
+                    # update, nothing is admitted after it)
                     busy[t_h : t_h + n_c] += 1
                     avail[t_h : t_h + n_c] -= held
                     admits.add(h, t_h, t_h + n_c, chunks)
@@ -797,11 +802,12 @@ class WindowMixin:
         return m
 
     def _checked_arrivals(self, new, land, k0, starts) -> np.ndarray:
-        """vLLM's limits (scheduler._admission) for the arrivals a FCFS window landed behind
-        its queue, in arrival order: one that came during the step before its landing step sees
-        the outputs processed before that step, one at the very start of its step sees that
-        step's too. The window's finishes and first tokens are in the state already (a check
-        reads only those of steps up to what it sees). Returns the mask of those let in."""
+        """vLLM's limits (scheduler._admission) for the arrivals a synchronous FCFS window
+        landed behind its queue, in arrival order: one that came during the step before its
+        landing step sees the outputs processed before that step, one at the very start of its
+        step sees that step's too (synchronous: processed at the end of the step). The window's
+        finishes and first tokens are in the state already (a check reads only those of steps
+        up to what it sees). Returns the mask of those let in."""
         arr_s = self.arrival_sorted[self.arrival_ptr : self.arrival_ptr + new.shape[0]]
         seen = k0 + land - 1 - (arr_s < starts[land]).astype(np.int64)
         kept = np.zeros(new.shape[0], dtype=bool)

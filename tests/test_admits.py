@@ -122,3 +122,35 @@ def test_a_window_that_drains_the_queue_with_a_limit_set_admits_no_arrival_early
     np.testing.assert_array_equal(fast.first_scheduled_step, slow.first_scheduled_step)
     np.testing.assert_array_equal(fast.finish_step, slow.finish_step)
     np.testing.assert_array_equal(fast.num_output_tokens, wl.output_tokens)
+
+
+def test_async_arrivals_at_a_step_start_are_checked_as_single_steps_check_them():
+    """Async: an arrival at the very start of step k is checked before the output of step k - 1
+    is processed, so a window leaves its checks to single steps (found by a review: the
+    checked windows counted step k - 1's finishes)."""
+    from sim.config import SchedulerConfig
+    from sim.workload import Workload
+
+    def timer(q, s, kv, attn):
+        return np.full(np.shape(q), 15.625)  # 2**-6 s a step: arrivals land on step starts
+
+    n = 40
+    cfg = SchedulerConfig(
+        max_num_batched_tokens=256,
+        max_num_seqs=2,
+        max_model_len=2048,
+        num_gpu_blocks=400,
+        async_scheduling=True,
+        max_num_queued_reqs=6,
+    )
+    wl = Workload.build(
+        prompt_tokens=np.full(n, 100),
+        output_tokens=np.full(n, 3),
+        arrival_s=np.arange(n) * 0.015625,
+    )
+    fast = Engine(cfg, wl, timer=timer).run()
+    slow = Engine(cfg, wl, timer=timer, batch_quiet_runs=False).run()
+    assert np.count_nonzero(slow.rejected) > 0
+    assert fast.num_steps == slow.num_steps
+    np.testing.assert_array_equal(fast.rejected, slow.rejected)
+    np.testing.assert_array_equal(fast.finish_step, slow.finish_step)

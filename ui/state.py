@@ -50,8 +50,8 @@ def course(log: Sequence[Answer] | None = None) -> Course:
 
 
 def _answers_computed(lesson: Lesson, items: set[str]) -> bool:
-    computed = (q for q in lesson.bank(fill=False).questions if q.computed)
-    return any(question_key(lesson.id, q.id) in items for q in computed)
+    bank = lesson.bank(fill=False)
+    return any(question_key(bank.lesson, q.id) in items for q in bank.questions if q.computed)
 
 
 def database_url() -> str | None:
