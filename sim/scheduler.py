@@ -318,17 +318,19 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
             parts = ((new[:during], self.step - 1), (new[during:], self.step))
         else:
             parts = ((new, self.step),)
-        kept = []
-        for part, seen in parts:
-            if not part.shape[0]:
-                continue
-            taken, reason = self._check_admission(part, seen)
-            self.rejected[part[taken:]] = reason
-            self.num_rejected += part.shape[0] - taken
-            self.num_admitted += taken
-            self.admitted_prompt += int(self.prompt[part[:taken]].sum())
-            kept.append(part[:taken])
+        kept = [part[: self._admit_part(part, seen)] for part, seen in parts if part.shape[0]]
         return np.concatenate(kept) if kept else _EMPTY
+
+    def _admit_part(self, part: np.ndarray, seen: int) -> int:
+        """Check the arrivals `part` (one state: the outputs of steps 1..seen) against the
+        limits, count the admitted ones in and record why the others are refused; returns how
+        many of the first are admitted (sim/window.py's checked windows call it too)."""
+        taken, reason = self._check_admission(part, seen)
+        self.rejected[part[taken:]] = reason
+        self.num_rejected += part.shape[0] - taken
+        self.num_admitted += taken
+        self.admitted_prompt += int(self.prompt[part[:taken]].sum())
+        return taken
 
     def _check_admission(self, ids: np.ndarray, seen: int) -> tuple[int, int]:
         """`admit_in_order` for the arrivals `ids` against the outputs of steps 1..seen: the

@@ -163,12 +163,14 @@ class WindowMixin:
         # FCFS behind a waiting queue: arrivals that land behind it are checked against the
         # limits after the window, each against the outputs of the steps before it came
         # (`_checked_arrivals`), if the plan admits none of them
+        behind = self.policy.name == "fcfs"  # arrivals join the queue's tail
+        queued = self.waiting.shape[0]
         checked = (
             check
+            and behind
+            and queued > 0
             and not self.lag  # async: an arrival at a step's start sees the output before it
             and self.cfg.admission_control
-            and self.policy.name == "fcfs"
-            and self.waiting.shape[0] > 0
             and self.timeout_s is None
         )
         if self.cfg.admission_control and K and not checked:
@@ -209,8 +211,6 @@ class WindowMixin:
                 self._remaining(arr_ids),
                 self.budget_max,
             )
-        behind = self.policy.name == "fcfs"
-        queued = self.waiting.shape[0]
         for _ in range(ROUNDS):
             n_g = guess.shape[0]
             plan = self._plan(T, R, comp0, arr_ids[:n_g], guess, running)
@@ -462,11 +462,11 @@ class WindowMixin:
                 t_prev = t_next_arr
                 continue
             t_h = t_prev + i
-            if self.thr > 0 and nt > self.thr and b_sl[i] + queue.shape[0] > 1:
-                limit = t_h  # capped at the threshold: the general step does it
-                break
             chunked = nt > int(l_sl[i])
-            if chunked and self.thr > 0:  # later chunks capped once others exist: general step
+            capped = nt > self.thr and b_sl[i] + queue.shape[0] > 1
+            if self.thr > 0 and (capped or chunked):
+                # capped at the threshold now, or its later chunks once others exist: the
+                # general step does it
                 limit = t_h
                 break
             t_s = t_h  # the step h samples its first token in
@@ -748,17 +748,16 @@ class WindowMixin:
         # waiting queue: arrivals up to step m - 1 join, admitted leave
         queue = self.waiting
         if n_arrived:
-            new = arr_ids[:n_arrived]
+            arr_ids, arr_t = arr_ids[:n_arrived], arr_t[:n_arrived]
             if checked:  # the limits' verdicts, now that the window's outputs are known
-                kept = self._checked_arrivals(new, arr_t[:n_arrived], k0, starts)
-                arr_ids, arr_t = new[kept], arr_t[:n_arrived][kept]
+                kept = self._checked_arrivals(arr_ids, arr_t, k0, starts)
+                arr_ids, arr_t = arr_ids[kept], arr_t[kept]
             elif self.cfg.admission_control:  # taken by _surely_admitted: count them in
                 self.num_admitted += n_arrived
-                self.admitted_prompt += int(self.prompt[new].sum())
+                self.admitted_prompt += int(self.prompt[arr_ids].sum())
             self.arrival_ptr += n_arrived
-            n_arrived = arr_ids.shape[0] if checked else n_arrived
-            new = arr_ids[:n_arrived]
-            self.status[new[self.status[new] == 0]] = 1
+            n_arrived = arr_ids.shape[0]
+            self.status[arr_ids[self.status[arr_ids] == 0]] = 1
         arrived_by = np.cumsum(np.bincount(arr_t[:n_arrived], minlength=m)[:m])
         waiting = self.waiting.shape[0] + arrived_by - np.cumsum(arrays["adm_cnt"])
         self.running = ids[~done]
@@ -813,13 +812,7 @@ class WindowMixin:
         kept = np.zeros(new.shape[0], dtype=bool)
         cuts = np.flatnonzero(np.diff(seen)) + 1
         for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, new.shape[0]].tolist(), strict=True):
-            part = new[lo:hi]
-            taken, reason = self._check_admission(part, int(seen[lo]))
-            self.rejected[part[taken:]] = reason
-            self.num_rejected += part.shape[0] - taken
-            self.num_admitted += taken
-            self.admitted_prompt += int(self.prompt[part[:taken]].sum())
-            kept[lo : lo + taken] = True
+            kept[lo : lo + self._admit_part(new[lo:hi], int(seen[lo]))] = True
         return kept
 
     def _window_queue_and_detail(
