@@ -1,11 +1,10 @@
 """The class quiz under load (issue 12): one instructor and 30 students (STEPWISE_CLASS_STUDENTS
-sets another number: on this 2-core machine 30 Chromium pages that refresh every two seconds
-saturate both cores, and the 12th student could not join within 60 s), each in a headless
-Chromium context of its own, answering 5 rounds; first against one app server (SQLite), then
-against two app servers sharing one PostgreSQL (the instructor on the first, students split
-between both). Every answer must be counted exactly once (the database's count and the
-instructor's chart); reported: the time from a student's click on Send to the instructor's
-chart showing that answer (p50 and p95; the chart refreshes every second) and session errors.
+sets another number), each in a headless Chromium context of its own, answering 5 rounds; first
+against one app server (SQLite), then against two app servers sharing one PostgreSQL (the
+instructor on the first, students split between both). Every answer must be counted exactly
+once (the database's count and the instructor's chart); reported: the time from a student's
+click on Send to the instructor's chart showing that answer (p50 and p95; the chart refreshes
+every second) and session errors.
 """
 
 from __future__ import annotations
