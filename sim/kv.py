@@ -17,7 +17,7 @@ tables with it, for the lessons that draw the pool block by block.
 from __future__ import annotations
 
 from collections import OrderedDict
-from itertools import chain
+from itertools import chain, islice
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,9 @@ class PrefixCachePool:
         self._ref = [0] * num_gpu_blocks
         self._hash: list[tuple | None] = [None] * num_gpu_blocks
         self._cached: dict[tuple, list[int]] = {}
+        # Per prefix id: how many of its blocks, from the first, are all in `_cached` (kept as
+        # blocks are hashed and evicted, so a lookup need not walk the shared prefix key by key).
+        self._prefix_run: dict[int, int] = {}
         n = int(prefix_id.shape[0])
         self._tables: list[list[int]] = [[] for _ in range(n)]
         # Full blocks of each request that are hashed (an array: the scheduler filters on it).
@@ -69,21 +72,44 @@ class PrefixCachePool:
     def num_free(self) -> int:
         return len(self._free_unhashed) + len(self._lru)
 
+    def harmless_allocations(self, waiting: np.ndarray, limit: int) -> int:
+        """How many blocks (up to `limit`) can be handed out before a cached block that one of
+        `waiting` could hit is evicted: the unhashed free blocks, then the free queue's hashed
+        blocks up to the first that is in a prefix's cached run (of a prefix id among `waiting`)
+        or is a block of a waiting request's own."""
+        if not self.hashing:
+            return limit  # nothing is cached
+        n = len(self._free_unhashed)
+        if n >= limit:
+            return n
+        ws = waiting.tolist()
+        pids = {self._prefix_id[r] for r in ws}
+        own = {r for r in ws if self.own_hashed[r]}
+        runs, hashes = self._prefix_run, self._hash
+        for b in islice(self._lru, limit - n):
+            kind, who, j = hashes[b]
+            if (who in pids and j < runs.get(who, 0)) if kind == "p" else who in own:
+                return n
+            n += 1
+        return n
+
     def lookup(self, r: int, num_tokens: int) -> tuple[list[int], int]:
         """Cached blocks a request with `num_tokens` known tokens would hit (longest run of full
         blocks, capped at num_tokens - 1 tokens), and how many of them sit in the free queue."""
-        hits: list[int] = []
         if not self.hashing:
-            return hits, 0
+            return [], 0
         cached, ref = self._cached, self._ref
         n = (num_tokens - 1) // self.block_size
         shared = min(self._prefix_blocks[r], n)
         pid = self._prefix_id[r]
-        for j in range(n):
-            blocks = cached.get(("p", pid, j) if j < shared else ("r", r, j))
-            if not blocks:
-                break
-            hits.append(blocks[0])
+        run = min(self._prefix_run.get(pid, 0), shared)
+        hits = [cached[("p", pid, j)][0] for j in range(run)]
+        if run == shared:  # the whole shared prefix hit: then the request's own blocks
+            for j in range(shared, n):
+                blocks = cached.get(("r", r, j))
+                if not blocks:
+                    break
+                hits.append(blocks[0])
         return hits, sum(1 for b in hits if ref[b] == 0)
 
     def hit_blocks(self, rs: np.ndarray, num_tokens: np.ndarray) -> np.ndarray:
@@ -97,10 +123,7 @@ class PrefixCachePool:
         pid, pblocks = (a[rs] for a in self._prefix_arrays)
         for p in np.unique(pid[pid >= 0]).tolist():
             sel = pid == p
-            longest, run = int(pblocks[sel].max()), 0
-            while run < longest and self._cached.get(("p", p, run)):
-                run += 1
-            out[sel] = np.minimum(run, np.minimum(pblocks[sel], cap[sel]))
+            out[sel] = np.minimum(self._prefix_run.get(p, 0), np.minimum(pblocks[sel], cap[sel]))
         own = np.flatnonzero(self.own_hashed[rs] & (out >= np.minimum(pblocks, cap)))
         for i in own.tolist():
             out[i] = len(self.lookup(int(rs[i]), int(num_tokens[i]))[0])
@@ -135,6 +158,8 @@ class PrefixCachePool:
             owners.remove(b)
             if not owners:
                 del self._cached[key]
+                if key[0] == "p" and key[2] < self._prefix_run.get(key[1], 0):
+                    self._prefix_run[key[1]] = key[2]  # the prefix's cached run stops here
             self._hash[b] = None
             ref[b] = 1
             table.append(b)
@@ -152,6 +177,11 @@ class PrefixCachePool:
             key = ("p", pid, j) if j < shared else ("r", r, j)
             hashes[b] = key
             cached.setdefault(key, []).append(b)
+        if done < shared and pid >= 0:  # prefix blocks hashed: the prefix's run may grow
+            run = self._prefix_run.get(pid, 0)
+            while ("p", pid, run) in cached:
+                run += 1
+            self._prefix_run[pid] = run
         if num_full_blocks > shared:
             self.own_hashed[r] = True
         self.num_cached[r] = num_full_blocks

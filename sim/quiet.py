@@ -21,8 +21,10 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 class QuietRunMixin:
     """Adds `_quiet_length()` and `_quiet_run(m)` to the Engine (scheduler.py)."""
 
-    def _quiet_length(self) -> int:
-        """How many steps from now are quiet (0 if this step is not). See module docstring."""
+    def _quiet_length(self, keep_hashes: bool = False) -> int:
+        """How many steps from now are quiet (0 if this step is not). See module docstring.
+        `keep_hashes`: only steps whose new blocks evict no cached block that a waiting request
+        could hit (sim/kv.py `harmless_allocations`)."""
         R = self.running
         nR = R.shape[0]
         W = self.waiting
@@ -57,8 +59,11 @@ class QuietRunMixin:
             return m if m == 1 else 0
         per = np.resize(hist, m)  # blocks newly needed at each step of the run
         cum = np.cumsum(per)
-        if cum[-1] > self.free:
-            m = int(np.argmax(cum > self.free))
+        room = self.free
+        if keep_hashes:
+            room = min(room, self.pool.harmless_allocations(W, int(cum[-1])))
+        if cum[-1] > room:
+            m = int(np.argmax(cum > room))
         return m
 
     def _head_blocked(self, W, nR, free) -> bool:

@@ -355,11 +355,16 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         return self._check_admission(self.arrival_order[ptr : ptr + count], self.step)[0]
 
     # ----------------------------------------------------------------------------- one step
-    def _schedule(self):
-        """One `schedule()` call. Returns (scheduled requests, tokens, preempted, admitted)."""
+    def _sort_waiting(self) -> None:
+        """A dynamic policy's order of the waiting queue, from the prefix cache as it is now
+        (sorting twice on an unchanged cache changes nothing: the sort is stable)."""
         if self.policy.dynamic and self.pool is not None and self.waiting.shape[0] > 1:
             W = self.waiting
             self.waiting = self.policy.reorder(W, self.pool.hit_blocks(W, self.num_tokens[W]))
+
+    def _schedule(self):
+        """One `schedule()` call. Returns (scheduled requests, tokens, preempted, admitted)."""
+        self._sort_waiting()
         R = self.running
         W = self.waiting
         thr_on = self.thr > 0 and (R.shape[0] + W.shape[0]) > 1
@@ -710,9 +715,14 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
             self._add_arrivals(self.now_s if self.timed else self.step + 1)
             if self._expire():
                 continue
-            quiet = self.batch_quiet_runs and not (self.policy.dynamic and self.waiting.shape[0])
+            quiet = self.batch_quiet_runs
             quiet = quiet and not (self.timeout_s is not None and self._expiring().shape[0])
-            m = self._quiet_length() if quiet else 0
+            # a dynamic policy sorts the queue by the cache's hits: sorted now, the order holds
+            # through a quiet run that evicts no hashed block (no waiting request's hits change)
+            keep_hashes = bool(self.policy.dynamic and self.waiting.shape[0])
+            if quiet and keep_hashes:
+                self._sort_waiting()
+            m = self._quiet_length(keep_hashes) if quiet else 0
             if m >= 2 or (m >= 1 and self.running.shape[0] == 0):
                 self._quiet_run(m)
             else:

@@ -132,8 +132,10 @@ def _config(dep: Deployment, fits: bool, budget: int, **extra):
     )
 
 
+@lru_cache(maxsize=64)
 def _sized(config, dep: Deployment, **lengths) -> tuple[WorkloadSpec, float]:
-    """The recipe sized to WAVES full batches, and the capacity of its requests."""
+    """The recipe sized to WAVES full batches, and the capacity of its requests (cached: a
+    dashboard and its fix size the same requests on the same engine, then run them apart)."""
     spec, _, capacity = sized(
         config, lambda n: _spec(n, **lengths), dep, waves=WAVES, lo=MIN_REQUESTS, hi=MAX_REQUESTS
     )
