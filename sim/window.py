@@ -85,15 +85,28 @@ def _step_major(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.nda
     return steps, keys - steps * n
 
 
-def _running_kv_read(fin0: np.ndarray, comp0: np.ndarray, run_cnt: np.ndarray, T: int):
+def _decoding(
+    a: np.ndarray, b: np.ndarray, base: np.ndarray, T: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per step t < T, over requests that decode on steps a..b (none if b < a), having computed
+    `base` tokens before step a: how many decode, and the KV tokens they read (base + t - a
+    each). Two difference arrays and their cumulative sums; every plan and window prices its
+    decodes with this."""
+    dec = a <= b
+    lo = np.minimum(a[dec], T)
+    hi = np.minimum(b[dec] + 1, T)
+    cnt = np.cumsum(np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1))[:T]
+    w = (base - a)[dec].astype(np.float64)
+    d1 = np.bincount(lo, weights=w, minlength=T + 1)
+    d1 -= np.bincount(hi, weights=w, minlength=T + 1)
+    kv = np.rint(np.cumsum(d1)[:T]).astype(np.int64) + np.arange(T, dtype=np.int64) * cnt
+    return cnt, kv
+
+
+def _running_kv_read(fin0: np.ndarray, comp0: np.ndarray, T: int) -> np.ndarray:
     """Per step t < T: the KV tokens the running requests read, sum of comp0 + t over those
-    still decoding (fin0 >= t); run_cnt is their count per step."""
-    dec = fin0 >= 0
-    f_d = np.minimum(fin0[dec] + 1, T)
-    w = comp0[dec].astype(np.float64)
-    d1 = -np.bincount(f_d, weights=w, minlength=T + 1)
-    d1[0] += w.sum()
-    return np.rint(np.cumsum(d1)[:T]).astype(np.int64) + np.arange(T, dtype=np.int64) * run_cnt
+    still decoding (fin0 >= t)."""
+    return _decoding(np.zeros(fin0.shape[0], dtype=np.int64), fin0, comp0, T)[1]
 
 
 class WindowMixin:
@@ -196,7 +209,7 @@ class WindowMixin:
         best = None
         deadline = self._next_deadline(arr_ids)
         running = self._running_part(T, R, comp0)
-        kv_r = _running_kv_read(running[0], comp0, running[2], T)
+        kv_r = _running_kv_read(running[0], comp0, T)
         price = self._pricer()
         if price is not None and self.waiting.shape[0] == 0 and K:
             # the landings with every step priced exactly as it comes (sim/landing.py): the
@@ -556,13 +569,11 @@ class WindowMixin:
         finj = tj + remj - 1
         blkj = cdiv(pj, bs)
         dec = finj > tj
-        a = tj[dec] + 1
-        b = finj[dec]
-        lo = np.minimum(a, T)
-        hi = np.minimum(b + 1, T)
-        cnt_j = np.cumsum(np.bincount(lo, minlength=T + 1) - np.bincount(hi, minlength=T + 1))[:T]
+        # what the cost model prices (see _step_shapes), but for the admissions: an arrival
+        # admitted at or after a step adds nothing to it, so these hold for any cut of the plan
+        cnt_j, kv_j = _decoding(tj + 1, finj, pj, T)
         run_tot = run_cnt + cnt_j
-        dec_tot = dec_need + _boundary_counts(a, b, pj[dec], bs, T)
+        dec_tot = dec_need + _boundary_counts(tj[dec] + 1, finj[dec], pj[dec], bs, T)
         outj = finj + self.lag  # the step in which it is freed (and leaves `running`)
         inw = outj < T
         freed_tot = freed + np.bincount(
@@ -594,12 +605,6 @@ class WindowMixin:
         if stop == 0:
             return None
         keep = tj < stop
-        # what the cost model prices (see _step_shapes), but for the admissions: an arrival
-        # admitted at or after a step adds nothing to it, so these hold for any cut of the plan
-        w = (pj - tj - 1)[dec].astype(np.float64)  # computed tokens before step t: w + t
-        d1 = np.bincount(lo, weights=w, minlength=T + 1)
-        d1 -= np.bincount(hi, weights=w, minlength=T + 1)
-        kv_j = np.rint(np.cumsum(d1)[:T]).astype(np.int64) + np.arange(T, dtype=np.int64) * cnt_j
         adm_tok = np.bincount(tj, weights=pj, minlength=T)[:T].astype(np.int64)
         adm_attn = np.bincount(tj, weights=pj * (pj + 1) // 2, minlength=T)[:T].astype(np.int64)
         self._plan_shapes = (run_tot, kv_j, adm_cnt, adm_tok, adm_attn)
@@ -612,16 +617,9 @@ class WindowMixin:
         J, tj, sj, spans = admits.upto(m)
         ntj = self.num_tokens[J]
         finj = sj + np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj) - 1
-        dec = sj < finj  # decodes on steps sj + 1 .. finj
-        a_d = np.minimum(sj[dec] + 1, m)
-        f_d = np.minimum(finj[dec] + 1, m)
-        cnt = np.cumsum(np.bincount(a_d, minlength=m + 1) - np.bincount(f_d, minlength=m + 1))
-        w = (ntj - sj - 1)[dec].astype(np.float64)  # computed tokens before step t: w + t
-        d1 = np.bincount(a_d, weights=w, minlength=m + 1)
-        d1 -= np.bincount(f_d, weights=w, minlength=m + 1)
-        run_cnt = run_cnt_r[:m] + cnt[:m]
-        kv_read = kv_r[:m] + np.rint(np.cumsum(d1)[:m]).astype(np.int64)
-        kv_read += np.arange(m, dtype=np.int64) * cnt[:m]
+        cnt, kv = _decoding(sj + 1, finj, ntj, m)  # decodes on steps sj + 1 .. finj
+        run_cnt = run_cnt_r[:m] + cnt
+        kv_read = kv_r[:m] + kv
         pre = prompt_steps(m, tj, sj, ntj, spans, self.bs)
         attn = kv_read + run_cnt + pre["attn"]
         return run_cnt + pre["tok"], run_cnt + pre["cnt"], kv_read + pre["kv"], attn
@@ -640,16 +638,7 @@ class WindowMixin:
         base = np.concatenate((comp0, ntj))  # computed before step a
         final = np.concatenate((final0, cdiv(ntj + finj - sj, bs)))
         dec = a <= fin
-        a_d = np.minimum(a[dec], m)
-        f_d = np.minimum(fin[dec] + 1, m)
-        run_cnt = np.cumsum(np.bincount(a_d, minlength=m + 1) - np.bincount(f_d, minlength=m + 1))[
-            :m
-        ]
-        w = (base - a)[dec].astype(np.float64)
-        d1 = np.bincount(a_d, weights=w, minlength=m + 1)
-        d1 -= np.bincount(f_d, weights=w, minlength=m + 1)
-        t = np.arange(m, dtype=np.int64)
-        kv_dec = np.rint(np.cumsum(d1)[:m]).astype(np.int64) + t * run_cnt
+        run_cnt, kv_dec = _decoding(a, fin, base, m)
         pre = prompt_steps(m, tj, sj, ntj, spans, bs)
         dec_need = _boundary_counts(a[dec], fin[dec], base[dec], bs, m)
         out = fin + self.lag  # the step whose output processing frees it (async: one later)
