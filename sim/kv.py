@@ -54,9 +54,10 @@ class PrefixCachePool:
         self._ref = [0] * num_gpu_blocks
         self._hash: list[tuple | None] = [None] * num_gpu_blocks
         self._cached: dict[tuple, list[int]] = {}
-        # Per prefix id: how many of its blocks, from the first, are all in `_cached` (kept as
-        # blocks are hashed and evicted, so a lookup need not walk the shared prefix key by key).
-        self._prefix_run: dict[int, int] = {}
+        # Per prefix id: the first block of each of its hashes that are all in `_cached` from the
+        # first on (the run a lookup hits; kept as blocks are hashed and evicted, so a lookup
+        # need not walk the shared prefix key by key).
+        self._prefix_run: dict[int, list[int]] = {}
         n = int(prefix_id.shape[0])
         self._tables: list[list[int]] = [[] for _ in range(n)]
         # Full blocks of each request that are hashed (an array: the scheduler filters on it).
@@ -88,7 +89,7 @@ class PrefixCachePool:
         runs, hashes = self._prefix_run, self._hash
         for b in islice(self._lru, limit - n):
             kind, who, j = hashes[b]
-            if (who in pids and j < runs.get(who, 0)) if kind == "p" else who in own:
+            if (who in pids and j < len(runs.get(who, ()))) if kind == "p" else who in own:
                 return n
             n += 1
         return n
@@ -102,8 +103,8 @@ class PrefixCachePool:
         n = (num_tokens - 1) // self.block_size
         shared = min(self._prefix_blocks[r], n)
         pid = self._prefix_id[r]
-        run = min(self._prefix_run.get(pid, 0), shared)
-        hits = [cached[("p", pid, j)][0] for j in range(run)]
+        hits = self._prefix_run.get(pid, [])[:shared]
+        run = len(hits)
         if run == shared:  # the whole shared prefix hit: then the request's own blocks
             for j in range(shared, n):
                 blocks = cached.get(("r", r, j))
@@ -123,7 +124,8 @@ class PrefixCachePool:
         pid, pblocks = (a[rs] for a in self._prefix_arrays)
         for p in np.unique(pid[pid >= 0]).tolist():
             sel = pid == p
-            out[sel] = np.minimum(self._prefix_run.get(p, 0), np.minimum(pblocks[sel], cap[sel]))
+            run = len(self._prefix_run.get(p, ()))
+            out[sel] = np.minimum(run, np.minimum(pblocks[sel], cap[sel]))
         own = np.flatnonzero(self.own_hashed[rs] & (out >= np.minimum(pblocks, cap)))
         for i in own.tolist():
             out[i] = len(self.lookup(int(rs[i]), int(num_tokens[i]))[0])
@@ -156,10 +158,13 @@ class PrefixCachePool:
             key = self._hash[b]
             owners = self._cached[key]
             owners.remove(b)
+            run = self._prefix_run.get(key[1]) if key[0] == "p" else None
             if not owners:
                 del self._cached[key]
-                if key[0] == "p" and key[2] < self._prefix_run.get(key[1], 0):
-                    self._prefix_run[key[1]] = key[2]  # the prefix's cached run stops here
+                if run is not None and key[2] < len(run):
+                    del run[key[2] :]  # the prefix's cached run stops here
+            elif run is not None and key[2] < len(run):
+                run[key[2]] = owners[0]  # the hash's first block is now the next one
             self._hash[b] = None
             ref[b] = 1
             table.append(b)
@@ -178,10 +183,9 @@ class PrefixCachePool:
             hashes[b] = key
             cached.setdefault(key, []).append(b)
         if done < shared and pid >= 0:  # prefix blocks hashed: the prefix's run may grow
-            run = self._prefix_run.get(pid, 0)
-            while ("p", pid, run) in cached:
-                run += 1
-            self._prefix_run[pid] = run
+            run = self._prefix_run.setdefault(pid, [])
+            while ("p", pid, len(run)) in cached:
+                run.append(cached[("p", pid, len(run))][0])
         if num_full_blocks > shared:
             self.own_hashed[r] = True
         self.num_cached[r] = num_full_blocks

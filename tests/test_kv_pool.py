@@ -55,7 +55,7 @@ def test_prefix_run_matches_a_walk_under_random_traffic(seed):
         pool.cache(r, int(prompt[r]) // BS)
         live.append(r)
         for pid in range(3):
-            assert pool._prefix_run.get(pid, 0) == _walked(pool, pid)
+            assert len(pool._prefix_run.get(pid, [])) == _walked(pool, pid)
         got = pool.hit_blocks(np.arange(n), prompt)
         assert got.tolist() == [len(_walked_lookup(pool, i, int(prompt[i]))) for i in range(n)]
     assert evicted_some  # the pool is small enough that hashed blocks get evicted
