@@ -1,6 +1,5 @@
 """Lesson page "When memory runs out": controls -> build -> Readout -> the predictions, the block
-grid, the stepper with vLLM's readouts and block tables, then paging, the victim, the price of a
-preemption and the fixes (lessons/memory)."""
+grid, the stepper with readouts and block tables, paging, victim, price, fixes (lessons/memory)."""
 
 import streamlit as st
 
@@ -12,8 +11,7 @@ from ui.stepper import stepper
 
 STEP = lesson.STEP_KEY
 page = LessonPage("memory", lesson.Params, lesson.PREFIX)
-# Shared, read-only objects: the Readout holds the run's arrays. The comparisons (more runs of
-# the same workload) are cached apart, so the grid is drawn before they are computed.
+# Shared, read-only; the comparisons (more runs) are cached apart: the grid is drawn first.
 readout = st.cache_resource(lesson.build, show_spinner=False, max_entries=32)
 comparisons = st.cache_resource(lesson.comparison, show_spinner=False, max_entries=32)
 TEXT = page.text_path
@@ -43,6 +41,8 @@ def lab() -> None:
         ],
         show_if=lesson.SHOW_IF,
     )
+    if refusal := lesson.all_refused(p):  # every prompt too long: nothing reaches the scheduler
+        return page.warn(refusal, "all-refused", icon=":material/block:")
     r = readout(p)
     page.defaults_note(r)
     page.warn(r, "bad-limits", icon=":material/block:")

@@ -356,3 +356,23 @@ def test_a_step_replay_of_the_same_rule_preempts_the_newest():
     first = next(d for d in run.detail if d.preempted.size)
     assert first.preempted.tolist() == [1]  # the newer of the two
     assert GRID_COLUMNS == 64
+
+
+@pytest.mark.parametrize(("prompt", "mml"), [(4096, 1024), (2048, 1024), (4096, 2048)])
+def test_every_prompt_refused_says_so_instead_of_crashing(prompt, mml):
+    # prompts within +-50% of 2,048 or more are all at least 1,024 tokens: none reaches the
+    # scheduler, so the page explains that and keeps its quiz and links
+    p = dataclasses.replace(Params(), prompt_tokens=prompt, max_model_len=mml)
+    refusal = mem.all_refused(p)
+    assert refusal is not None and refusal.shortest_prompt >= mml
+    at = run_page(PAGE, query={"mem-prompt": str(prompt), "mem-mml": str(mml)})
+    assert not at.exception
+    assert [w.value for w in at.warning if "refuses each of them" in w.value]
+    assert at.button(key=f"{mem.PREFIX}-reset") is not None
+
+
+def test_some_prompts_short_enough_still_run():
+    p = dataclasses.replace(Params(), prompt_tokens=1536, max_model_len=1024)
+    assert mem.all_refused(p) is None
+    r = build(p)
+    assert r.any_refused and r.requests == mem.BATCH + mem.INTERACTIVE - r.refused

@@ -74,10 +74,11 @@ def join_link(code: str) -> str:
     return f"{base}?room={code}"
 
 
-def qr_svg(text: str) -> str:
+def qr_png(text: str) -> bytes:
+    """The join link as a QR code, a PNG drawn here (segno needs no network and no Pillow)."""
     buffer = io.BytesIO()
-    segno.make(text, error="m").save(buffer, kind="svg", scale=8, border=2, dark="#1b1b1f")
-    return buffer.getvalue().decode("utf-8")
+    segno.make(text, error="m").save(buffer, kind="png", scale=8, border=2, dark="#1b1b1f")
+    return buffer.getvalue()
 
 
 def questions(room_lesson: str) -> tuple[Question, ...]:
@@ -164,8 +165,9 @@ def host_view(code: str, token: str) -> None:
         if st.session_state.pop("class-host-link", None) == code:
             host_link = f"{join_link(code)}&host={token}"
             st.caption(words("host-link", host_link=host_link))
-    with right:
-        st.html(qr_svg(join_link(code)))
+    with right, st.container(key="class-qr"):
+        st.image(qr_png(join_link(code)), caption=words("qr-caption", code=code), width="stretch",
+                 alt=words("qr-caption", code=code))  # fmt: skip
     live_round(code, token, taught, room.closes_at)
 
 

@@ -25,7 +25,7 @@ from lessons.kit.anim import MAX_FRAMES
 from lessons.kit.controls import Choice, Integer, Steps, Toggle, control
 from lessons.kit.selection import selection, used_limits
 from lessons.memory import runs
-from lessons.memory.readout import Comparison, Readout, StepReadout
+from lessons.memory.readout import Comparison, Readout, Refusal, StepReadout
 from lessons.memory.trace import frames_of, victims_of
 from sim.config import SchedulerConfig
 from sim.cost import Deployment
@@ -208,6 +208,14 @@ def refused(p: Params) -> int:
     """Requests left out because their prompt is not shorter than max_model_len."""
     _, prompt, _, _, _ = _requests(p.prompt_tokens, p.output_tokens, p.rate)
     return int(np.count_nonzero(prompt >= p.max_model_len))
+
+
+def all_refused(p: Params) -> Refusal | None:
+    """The refusal to show instead of a run when no prompt is shorter than max_model_len."""
+    _, prompt, _, _, _ = _requests(p.prompt_tokens, p.output_tokens, p.rate)
+    if np.any(prompt < p.max_model_len):
+        return None
+    return Refusal(int(prompt.shape[0]), int(prompt.min()), p.max_model_len)
 
 
 def catalog_blocks(p: Params, budget: int, **change) -> tuple[int, bool]:

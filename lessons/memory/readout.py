@@ -127,3 +127,13 @@ class Comparison:
     class_rows: tuple
     fixes: tuple
     fixes_memory_left_out: bool
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """When every request's prompt is max_model_len tokens or more: nothing reaches the
+    scheduler, so there is no run to draw."""
+
+    requests: int
+    shortest_prompt: int
+    max_model_len: int

@@ -17,7 +17,10 @@ pytestmark = pytest.mark.browser
 def test_a_class_answers_two_rounds(browser: Browser, app_url: str, shots):
     c = open_class(browser, app_url, 2)
     expect(c.teacher.get_by_text("2 students in the room")).to_be_visible(timeout=15_000)
-    expect(c.teacher.locator("svg").first).to_be_visible()  # the QR code
+    qr = c.teacher.locator(".st-key-class-qr img")  # the QR code, drawn and loaded
+    expect(qr).to_be_visible()
+    assert qr.evaluate("img => img.complete && img.naturalWidth") >= 200  # 29 modules x 8 px
+    c.teacher.screenshot(path=str(shots / "class_room_opened.png"), full_page=True)
     for round_no in (1, 2):
         student = c.students[0]
         assert run_round(c, pick=round_no) == 2
