@@ -195,3 +195,18 @@ def test_sjf_on_a_small_case_runs_the_shortest_job_first():
     wl = Workload.build([900, 200, 1500], [30, 12, 8], arrival_step=[1, 1, 1])
     run = run_steps(config, wl)
     assert run.first_token_step.tolist() == [1 + 12, 1, 1 + 12 + 30]  # B (212), A (930), C
+
+
+def test_a_gpu_that_never_queues_says_so_instead_of_claiming_overload():
+    # 150 requests never fill an H100 (its capacity is measured on a burst of them): no request
+    # waits under any policy, so the page must not say that a queue builds
+    r = build(Params(gpu="H100-SXM"))
+    assert r.never_queues and not r.overloaded and not r.below_capacity
+    assert np.all(r.peak_waiting == 0) and r.peak_running < r.requests
+    at = run_page(PAGE, query={"gpu": "H100-SXM"}, timeout=120)
+    assert not at.exception
+    assert any("No request ever waits" in w.value for w in at.warning)
+    shown = "\n".join(m.value for m in at.markdown)
+    assert "No policy fixes overload" not in shown and "Below capacity" not in shown
+    on_l4 = build(Params())
+    assert on_l4.overloaded and not on_l4.never_queues and on_l4.peak_hi > 0

@@ -210,12 +210,16 @@ def refused(p: Params) -> int:
     return int(np.count_nonzero(prompt >= p.max_model_len))
 
 
+def refusal(p: Params) -> Refusal:
+    """How the requests' prompts compare with max_model_len (the all-refused section)."""
+    _, prompt, _, _, _ = _requests(p.prompt_tokens, p.output_tokens, p.rate)
+    return Refusal(int(prompt.shape[0]), int(prompt.min()), p.max_model_len)
+
+
 def all_refused(p: Params) -> Refusal | None:
     """The refusal to show instead of a run when no prompt is shorter than max_model_len."""
-    _, prompt, _, _, _ = _requests(p.prompt_tokens, p.output_tokens, p.rate)
-    if np.any(prompt < p.max_model_len):
-        return None
-    return Refusal(int(prompt.shape[0]), int(prompt.min()), p.max_model_len)
+    r = refusal(p)
+    return r if r.shortest_prompt >= r.max_model_len else None
 
 
 def catalog_blocks(p: Params, budget: int, **change) -> tuple[int, bool]:
@@ -366,10 +370,10 @@ def build(p: Params) -> Readout:
 
 
 def readouts(p: Params) -> tuple:
-    """Every object the lesson's text is filled from: the Readout, the Comparison, and the
-    StepReadout of the first preemption (the step-* sections)."""
+    """Every object the lesson's text is filled from: the Readout, the Comparison, the
+    StepReadout of the first preemption (the step-* sections) and the Refusal."""
     r = build(p)
-    return r, comparison(p), at_step(r, max(r.first_preempt_step, 1))
+    return r, comparison(p), at_step(r, max(r.first_preempt_step, 1)), refusal(p)
 
 
 def at_step(r: Readout, step: int) -> StepReadout:

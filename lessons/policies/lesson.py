@@ -230,6 +230,7 @@ def build(p: Params) -> Readout:
     job = wl.prompt_tokens + wl.output_tokens
     batch = int((wl.priority > wl.priority.min()).sum())
     cfg = run.config
+    never_queues = bool(each("peak_waiting").max() == 0)
     return Readout(
         **selection(p, dtype=p.dtype),
         weights_fit=made.weights_fit,
@@ -246,7 +247,10 @@ def build(p: Params) -> Readout:
         prefixes=PREFIXES,
         prefix_tokens=PREFIX_TOKENS,
         load_pct=p.load_pct,
-        overloaded=p.load_pct > 100,
+        overloaded=p.load_pct > 100 and not never_queues,
+        below_capacity=p.load_pct <= 100 and not never_queues,
+        never_queues=never_queues,
+        peak_running=int(np.max(made.runs[POLICIES[0]].num_running)),
         capacity_req_per_s=made.capacity_req_per_s,
         rate_per_s=made.rate_per_s,
         policy=policy_name(p.policy),

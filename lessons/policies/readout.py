@@ -44,7 +44,10 @@ class Readout(Selection):
     prefixes: int
     prefix_tokens: int
     load_pct: int
-    overloaded: bool
+    overloaded: bool  # above 100% of capacity and a queue forms
+    below_capacity: bool  # at or below 100% and a queue forms
+    never_queues: bool  # no request waits under any policy: the engine holds them all at once
+    peak_running: int  # the most requests running at once (the first policy's run)
     capacity_req_per_s: float
     rate_per_s: float
     # the chosen policy
