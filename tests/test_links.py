@@ -62,8 +62,16 @@ def test_a_weights_link_reopens_as_shown(page):
     assert "FP8" in charts(at)[0]["layout"]["title"]["text"]
 
 
-def test_a_lowercase_weights_link_is_reported():
-    at = run_page(COST, query={"dtype": "fp8"})
+def test_a_link_typed_in_another_case_opens_the_option_it_names():
+    at = run_page(COST, query={"gpu": "L4", "dtype": "fp8"})
+    assert at.selectbox(key="w:dtype").value == "fp8"
+    assert not at.warning
+    at = run_page("pages/lesson_memory.py", query={"mem-policy": "priority"})
+    assert at.selectbox(key="w:mem-policy").value == "priority" and not at.warning
+
+
+def test_a_link_naming_no_option_is_still_reported():
+    at = run_page(COST, query={"dtype": "fp9"})
     assert "This link sets dtype to" in _warnings(at) and "BF16, FP8" in _warnings(at)
 
 

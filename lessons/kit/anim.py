@@ -121,7 +121,8 @@ def animate(
             "xanchor": "left",
             "yanchor": "top",
             "pad": {"t": 4},
-            "currentvalue": {"prefix": prefix, "visible": True},
+            # centred: the Play and Pause buttons sit above the slider's left end, Speed its right
+            "currentvalue": {"prefix": prefix, "visible": True, "xanchor": "center"},
             "steps": [
                 {"label": label, "method": "animate", "args": _jump_args(str(i))}
                 for i, label in enumerate(labels)

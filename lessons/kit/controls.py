@@ -62,15 +62,25 @@ def _names(options: Sequence, fmt: Callable[[Any], str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Choice(Control):
-    """One of a list of options (a select box). The URL carries the option as shown."""
+    """One of a list of options (a select box). The URL carries the option as shown; a link
+    typed by hand may spell it in any case (`fp8`, `priority`) when that names one option."""
 
     options: tuple = ()
     format: Callable[[Any], str] = str
 
     def parse(self, raw: str) -> Any:
-        for option, name in zip(self.options, _names(self.options, self.format), strict=True):
+        names = _names(self.options, self.format)
+        for option, name in zip(self.options, names, strict=True):
             if raw == name:
                 return option
+        folded = raw.casefold()
+        like = {
+            i
+            for i, (option, name) in enumerate(zip(self.options, names, strict=True))
+            if folded in (name.casefold(), str(option).casefold())
+        }
+        if len(like) == 1:
+            return self.options[like.pop()]
         raise BadValue(self.expected())
 
     def to_url(self, value: Any) -> str:

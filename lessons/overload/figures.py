@@ -196,7 +196,7 @@ def queue(r: Readout) -> dict:
             "hovermode": "x unified",
         },
     }
-    return animate(figure, frames, names, start=len(t) - 1)
+    return animate(figure, frames, names, prefix="time: ", start=len(t) - 1)
 
 
 def signals(r: Readout) -> dict:

@@ -120,4 +120,4 @@ def dashboard(r: Readout) -> dict:
         _band(3, 0.5),
     ]
     figure = {"data": traces, "layout": layout}
-    return animate(figure, frames, names, start=len(t) - 1)
+    return animate(figure, frames, names, prefix="time: ", start=len(t) - 1)
