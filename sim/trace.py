@@ -34,6 +34,9 @@ MAX_TRACE_INTEGER = 2**53  # other integer columns: exact in float64
 _FIRST_ROW = 2  # spreadsheet numbering: row 1 is the header
 
 
+_HEADER_NOTE = " (row 1 is the header)"
+
+
 def _source_name(source: object) -> str:
     if isinstance(source, str | os.PathLike):
         return Path(source).name
@@ -61,6 +64,22 @@ def _peek(source: object, name: str) -> bytes:
     return b""
 
 
+def _every_column(name: str, *checks) -> list[np.ndarray]:
+    """Each check's column; if several fail, one error naming every column's problem (so a file
+    with a negative prompt and a negative output is not fixed and refused twice)."""
+    values, problems = [], []
+    for check in checks:
+        try:
+            values.append(check())
+        except SimInputError as exc:
+            problems.append(str(exc).removeprefix(f"{name}: ").removesuffix(_HEADER_NOTE))
+    if len(problems) == 1:
+        raise SimInputError(f"{name}: {problems[0]}{_HEADER_NOTE}")
+    if problems:
+        raise SimInputError(f"{name}: {'; '.join(problems)}{_HEADER_NOTE}")
+    return values
+
+
 def _rows_error(name: str, problem: str, bad: np.ndarray) -> SimInputError:
     """One line naming the first few bad rows (spreadsheet numbering) and how many there are."""
     rows = np.flatnonzero(bad) + _FIRST_ROW
@@ -68,8 +87,8 @@ def _rows_error(name: str, problem: str, bad: np.ndarray) -> SimInputError:
     count = f"{rows.size} rows" if rows.size > 1 else "1 row"
     more = f" and {rows.size - _ROWS_SHOWN} more" if rows.size > _ROWS_SHOWN else ""
     return SimInputError(
-        f"{name}: {problem} in {count}: {'rows' if rows.size > 1 else 'row'} {shown}{more} "
-        "(row 1 is the header)"
+        f"{name}: {problem} in {count}: {'rows' if rows.size > 1 else 'row'} {shown}{more}"
+        f"{_HEADER_NOTE}"
     )
 
 
@@ -182,10 +201,15 @@ def read_trace_csv(source: object, *, max_model_len: int | None = None) -> Workl
     if len(df) == 0:
         raise SimInputError(f"{name} has a header but no requests")
 
-    arrival = _numeric_column(df, "arrival_s", name, integer=False, minimum=0)
-    prompt, output = (
-        _numeric_column(df, col, name, integer=True, minimum=1, maximum=MAX_TRACE_TOKENS)
-        for col in ("prompt_tokens", "output_tokens")
+    arrival, prompt, output = _every_column(
+        name,
+        lambda: _numeric_column(df, "arrival_s", name, integer=False, minimum=0),
+        *(
+            lambda col=col: _numeric_column(
+                df, col, name, integer=True, minimum=1, maximum=MAX_TRACE_TOKENS
+            )
+            for col in ("prompt_tokens", "output_tokens")
+        ),
     )
     if max_model_len is not None:
         too_long = prompt >= max_model_len

@@ -319,3 +319,14 @@ def test_take_keeps_the_chosen_requests_and_refuses_a_mask_or_repeats():
     for bad in (np.array([True, False, True, False]), np.array([1, 1]), np.array([4])):
         with pytest.raises(SimInputError, match="take"):
             wl.take(bad)
+
+
+def test_a_trace_with_several_bad_columns_names_each_once():
+    text = "arrival_s,prompt_tokens,output_tokens\n0,10,5\n-1,-3,-2\n2,x,4\n"
+    with pytest.raises(SimInputError) as err:
+        read_trace_csv(io.StringIO(text))
+    message = str(err.value)
+    assert message == (
+        "trace: arrival_s is negative in 1 row: row 3; prompt_tokens is not a number in 1 row: "
+        "row 4; output_tokens is below 1 in 1 row: row 3 (row 1 is the header)"
+    )
