@@ -30,7 +30,7 @@ def step_panel(r, step: int) -> None:
 
 
 @st.fragment
-def lab() -> None:
+def lab(predicting: bool) -> None:
     p = page.controls(
         [
             ["gpu", "model", "dtype", "tp"],
@@ -53,7 +53,7 @@ def lab() -> None:
     page.metrics(r)
     page.say(r, "grid", "grid-cut", "sampled")
     animation = st.container()
-    page.say(r, "summary", "stepper")
+    page.say(r, "summary-wait" if predicting else "summary", "stepper")  # no spoiler
     step = stepper(STEP, r.num_steps)
     with animation:
         page.chart(figures.pool(r, step), r, "pool")
@@ -75,6 +75,5 @@ def lab() -> None:
     page.say(r, "takeaway")
 
 
-predict_box(page, predict.answers(), STEP, predict.answers()["step"])
-lab()
+lab(predict_box(page, predict.answers(), STEP, predict.answers()["step"]))
 page.footer()

@@ -319,6 +319,11 @@ def test_every_control_moves_the_run(name):
 
 def test_the_predictions_reveal_the_step():
     at = run_page(PAGE)
+    r = build(Params())
+    summary = story.text(TEXT, "summary", r)
+    markdown = "\n".join(m.value for m in at.markdown)
+    # while the learner predicts, the text under the grid does not give the answers away
+    assert summary not in markdown and story.text(TEXT, "summary-wait") in markdown
     bank = lesson("memory").bank()
     for qid in ("predict_victim", "predict_step"):
         key = f"predict-memory-{qid}".replace("_", "-")
@@ -330,6 +335,7 @@ def test_the_predictions_reveal_the_step():
     assert _pool_chart(at)["layout"]["sliders"][0]["active"] == mem.frame_of(build(Params()), step)
     markdown = "\n".join(m.value for m in at.markdown)
     assert f"**step {step}**" in markdown
+    assert summary in markdown and story.text(TEXT, "summary-wait") not in markdown
 
 
 def test_the_exercise_is_graded_on_the_page():

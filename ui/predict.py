@@ -17,11 +17,12 @@ from ui.state import progress
 
 def predict_box(
     page: LessonPage, facts: dict[str, Any], step_key: str | None = None, step: int = 0
-) -> None:
+) -> bool:
     """The lesson's computed questions side by side; text.md sections `predict` (before),
     `predict-revealed` (filled from `facts`, once all are answered) and `predict-other` (when
     the controls are not the opening ones). With a `step_key`, a reveal jumps its stepper to
-    `step`."""
+    `step`. True while the learner is still predicting (the opening settings, not all
+    answered): the page then keeps back the text that gives the answers away."""
     lesson = page.lesson
     asked = [q for q in lesson.bank().questions if q.computed]
     now = page.params_cls(**{name: page.value(name) for name in page.declared})
@@ -43,3 +44,4 @@ def predict_box(
         st.markdown(page.text("predict-revealed", None, **facts))
     if not opening:
         st.info(page.text("predict-other"), icon=":material/info:")
+    return opening and not answered()
