@@ -151,7 +151,7 @@ def _curtain(r: Readout, i: int) -> dict:
     bottom = _rows(1)["bottom"]
     rows = [_rows(0)["counter"], _rows(1)["counter"]]
     counters = [
-        f"<b>longest wait between tokens: {lane.live_gap_ms[i]:,.1f} ms</b>"
+        f"<b>longest wait between tokens so far: {lane.live_gap_ms[i]:,.1f} ms</b>"
         for _, lane in _lanes(r)
     ]
     return {
