@@ -104,8 +104,7 @@ class PrefixCachePool:
         shared = min(self._prefix_blocks[r], n)
         pid = self._prefix_id[r]
         hits = self._prefix_run.get(pid, [])[:shared]
-        run = len(hits)
-        if run == shared:  # the whole shared prefix hit: then the request's own blocks
+        if len(hits) == shared:  # the whole shared prefix hit: then the request's own blocks
             for j in range(shared, n):
                 blocks = cached.get(("r", r, j))
                 if not blocks:

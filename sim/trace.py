@@ -32,8 +32,6 @@ _ROWS_SHOWN = 5
 MAX_TRACE_TOKENS = 100_000_000  # longer than any model's context; keeps int64 conversion safe
 MAX_TRACE_INTEGER = 2**53  # other integer columns: exact in float64
 _FIRST_ROW = 2  # spreadsheet numbering: row 1 is the header
-
-
 _HEADER_NOTE = " (row 1 is the header)"
 
 
@@ -73,8 +71,6 @@ def _every_column(name: str, *checks) -> list[np.ndarray]:
             values.append(check())
         except SimInputError as exc:
             problems.append(str(exc).removeprefix(f"{name}: ").removesuffix(_HEADER_NOTE))
-    if len(problems) == 1:
-        raise SimInputError(f"{name}: {problems[0]}{_HEADER_NOTE}")
     if problems:
         raise SimInputError(f"{name}: {'; '.join(problems)}{_HEADER_NOTE}")
     return values

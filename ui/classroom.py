@@ -166,8 +166,8 @@ def host_view(code: str, token: str) -> None:
             host_link = f"{join_link(code)}&host={token}"
             st.caption(words("host-link", host_link=host_link))
     with right, st.container(key="class-qr"):
-        st.image(qr_png(join_link(code)), caption=words("qr-caption", code=code), width="stretch",
-                 alt=words("qr-caption", code=code))  # fmt: skip
+        scan = words("qr-caption", code=code)
+        st.image(qr_png(join_link(code)), caption=scan, alt=scan, width="stretch")
     live_round(code, token, taught, room.closes_at)
 
 
