@@ -6,7 +6,7 @@ import streamlit as st
 from lessons.kit import story
 from lessons.memory import figures, lesson, predict, tables
 from ui.lesson_page import LessonPage
-from ui.predict import predict_box
+from ui.predict import predict_box, predicting
 from ui.stepper import stepper
 
 STEP = lesson.STEP_KEY
@@ -30,7 +30,7 @@ def step_panel(r, step: int) -> None:
 
 
 @st.fragment
-def lab(predicting: bool) -> None:
+def lab() -> None:
     p = page.controls(
         [
             ["gpu", "model", "dtype", "tp"],
@@ -53,10 +53,10 @@ def lab(predicting: bool) -> None:
     page.metrics(r)
     page.say(r, "grid", "grid-cut", "sampled")
     animation = st.container()
-    page.say(r, "summary-wait" if predicting else "summary", "stepper")  # no spoiler
+    page.say(r, "summary-wait" if predicting(page, p) else "summary", "stepper")  # no spoiler
     step = stepper(STEP, r.num_steps)
     with animation:
-        page.chart(figures.pool(r, step), r, "pool")
+        page.chart(figures.pool(r, step), r, "pool", stepper=step)
     step_panel(r, step)
     page.say(r, "paging")
     page.chart(figures.paging(r), r, "paging")
@@ -75,5 +75,6 @@ def lab(predicting: bool) -> None:
     page.say(r, "takeaway")
 
 
-lab(predict_box(page, predict.answers(), STEP, predict.answers()["step"]))
+predict_box(page, predict.answers(), STEP, predict.answers()["step"])
+lab()
 page.footer()

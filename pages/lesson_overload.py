@@ -5,7 +5,7 @@ import streamlit as st
 
 from lessons.overload import figures, lesson, predict
 from ui.lesson_page import LessonPage
-from ui.predict import predict_box
+from ui.predict import predict_box, predicting
 
 page = LessonPage("overload", lesson.Params, lesson.PREFIX)
 # Shared, read-only: the Readout holds the runs' arrays (lesson.run_at caches the runs).
@@ -21,6 +21,8 @@ def lab() -> None:
         r = readout(p)
     page.warn(r, "no-fit", icon=":material/memory:")
     page.say(r, "workload")
+    if predicting(page, p):  # the charts answer the prediction
+        return page.say(r, "predict-wait")
     page.metrics(r)
     page.say(r, "hockey")
     page.chart(figures.hockey(r), r, "hockey")

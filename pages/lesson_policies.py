@@ -5,7 +5,7 @@ import streamlit as st
 
 from lessons.policies import figures, lesson, predict
 from ui.lesson_page import LessonPage
-from ui.predict import predict_box
+from ui.predict import predict_box, predicting
 
 page = LessonPage("policies", lesson.Params, lesson.PREFIX)
 # Shared, read-only: the Readout holds the runs' arrays (lesson.runs_for caches the runs).
@@ -28,6 +28,8 @@ def lab() -> None:
     page.warn(r, "no-queue", icon=":material/hourglass_empty:")
     page.warn(r, "teaching", icon=":material/school:")
     page.say(r, "workload")
+    if predicting(page, p):  # the charts answer the prediction
+        return page.say(r, "predict-wait")
     page.metrics(r)
     page.say(r, "classes", "prio-helps", "preempted")
     page.chart(figures.classes(r), r, "classes")

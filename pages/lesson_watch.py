@@ -4,9 +4,10 @@ common mistakes (lessons/watch)."""
 
 import streamlit as st
 
+from lessons.kit import anim
 from lessons.watch import figures, lesson, predict
 from ui.lesson_page import LessonPage
-from ui.predict import predict_box
+from ui.predict import predict_box, predicting
 
 page = LessonPage("watch", lesson.Params, lesson.PREFIX)
 # Shared, read-only: the Readout holds the run's arrays (lesson.run_for caches the runs).
@@ -24,9 +25,14 @@ def lab() -> None:
     page.warn(r, "no-fit", icon=":material/memory:")
     page.warn(r, "unreachable", icon=":material/timer:")
     page.say(r, f"preset-{r.preset_key}", "ask", f"fix-{r.preset_key}", "benchmark-overloaded")
-    page.metrics(r)
+    held = predicting(page, p)  # the readings and the last frame answer the prediction
+    if held:
+        page.say(r, "metrics-wait")
+    else:
+        page.metrics(r)
     page.say(r, "healthy-now")
-    page.chart(figures.dashboard(r), r, "dashboard")
+    dashboard = figures.dashboard(r)
+    page.chart(anim.reopen(dashboard, 0) if held else dashboard, r, "dashboard")
     page.say(r, "bands", "mistakes", "takeaway")
 
 

@@ -24,6 +24,16 @@ def run_page(page: str | None = None, *, query: dict | None = None, timeout: flo
     return at
 
 
+def past_predictions(at: AppTest) -> AppTest:
+    """Press the lesson's "Show the runs without predicting", if it is drawn: the whole page,
+    as a learner who skips the prediction sees it."""
+    skip = [b for b in at.button if b.key and b.key.endswith("-predict-skip")]
+    if skip:
+        skip[0].click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def charts(at: AppTest) -> list[dict]:
     """Every Plotly chart on the page as {data, layout, frames} dicts."""
     return [json.loads(node.proto.spec) for node in at.get("plotly_chart")]

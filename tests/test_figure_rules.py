@@ -12,7 +12,7 @@ import pytest
 
 from lessons.course import lessons
 from lessons.kit.present import presented
-from tests.apptest_util import run_page
+from tests.apptest_util import past_predictions, run_page
 
 MAX_FRAMES = 200
 MAX_BYTES = 1_000_000
@@ -24,7 +24,7 @@ def _axes(layout: dict) -> list[str]:
 
 @pytest.fixture(scope="module", params=[lesson.page for lesson in lessons()])
 def page_charts(request):
-    at = run_page(request.param)
+    at = past_predictions(run_page(request.param))
     nodes = at.get("plotly_chart")
     assert nodes, f"{request.param} draws no chart"
     return request.param, nodes

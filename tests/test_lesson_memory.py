@@ -182,6 +182,19 @@ def test_the_fixes_are_runs_of_what_they_say(default):
     assert blocks.fixes_memory_left_out
 
 
+def test_the_fixes_table_counts_blocks_as_the_lesson_does(default):
+    """The table's pool column is the usable blocks (the null block left out), so the row of
+    the run as set shows the figure the metrics and the text give."""
+    from lessons.memory import tables
+    from lessons.memory.figures import labels
+
+    rows = tables.fixes(comparison(Params()))
+    column = labels()["col-pool"]
+    assert rows[0][column] == default.usable == default.num_gpu_blocks - 1
+    usable = dict(story.metrics(TEXT, "metrics", default))["Usable KV blocks"]
+    assert usable == f"{rows[0][column]:,}"
+
+
 def test_the_policy_comparison_is_both_runs():
     c = comparison(Params())
     by = {(row.policy, row.cls): row for row in c.class_rows}

@@ -3,8 +3,9 @@
 // script looks at each animated chart twice a second and writes KEY-frame=N (KEY: the chart's
 // key, from Streamlit's st-key-KEY class on its container) with history.replaceState: no
 // reload, no rerun. It also lets the keyboard drive the animation last pointed at or clicked:
-// the right and left arrows step one frame, Space plays or pauses (keys typed into a control
-// are left alone); with none pointed at, the animation most in view. N and P scroll to the
+// the right and left arrows step one frame (unless a stepper under the chart takes them: its
+// layout.meta.stepper), Space plays or pauses (keys typed into a control are left alone); with
+// none pointed at, the animation most in view. N and P scroll to the
 // next and previous section heading (presenter mode's "next section"). Runs once per browser
 // tab. No angle brackets in this file: Streamlit's HTML sanitizer would read them as tags.
 (function () {
@@ -104,7 +105,9 @@
       const frames = current._transitionData._frames;
       const slider = current._fullLayout.sliders && current._fullLayout.sliders[0];
       const at = slider ? slider.active : 0;
+      const stepped = current.layout.meta && current.layout.meta.stepper != null;
       if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
+        if (stepped) return; // the stepper's Previous and Next take the arrows
         const step = event.key === "ArrowRight" ? 1 : -1;
         const next = Math.min(frames.length - 1, Math.max(0, at + step));
         window.Plotly.animate(current, [frames[next].name], still);

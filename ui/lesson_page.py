@@ -234,15 +234,19 @@ class LessonPage:
         for col, (label, value) in zip(st.columns(len(items)), items, strict=True):
             col.metric(label, value)
 
-    def chart(self, figure: dict, readout: Any, key: str) -> None:
+    def chart(self, figure: dict, readout: Any, key: str, *, stepper: int | None = None) -> None:
         """A chart; its alt text is the text.md section `alt-<key>`, filled from the Readout.
         An animation opens at the frame a link names (`<prefix>-<key>-frame`), as long as the
-        controls still make the same animation."""
+        controls still make the same animation. `stepper`: the step of the stepper under an
+        animation that opens at that step; the ← and → keys are left to the stepper (its
+        buttons' shortcuts), and each step redraws the chart, also where two steps share a
+        frame that the learner has played away from."""
         alt = story.text(self.text_path, f"alt-{key}", readout)
         full = f"{self.prefix}-{key}"
         if figure.get("frames"):
             start = anim.opened_at(figure)
-            layout = {**figure["layout"], "meta": {"start": start}}
+            meta = {"start": start} if stepper is None else {"start": start, "stepper": stepper}
+            layout = {**figure["layout"], "meta": meta}
             figure = {**figure, "layout": layout}
             frame = self._link_frame(full, figure)
             if frame is not None:

@@ -1,7 +1,8 @@
 """Predict-then-reveal: a lesson's computed questions (lessons/quiz/bank.py) drawn before its
-animation, about the run the lesson opens with. When all of them are answered, `reveal` says
-what the run did and the stepper jumps to the step the answer is about (with the opening
-settings, where the animation shows it)."""
+animation, about the run the lesson opens with. Until all of them are answered (or the learner
+asks for the runs without predicting), `predicting` is True and the page keeps back what gives
+the answers away. Once they are, `reveal` says what the run did and the stepper jumps to the step
+the answer is about (with the opening settings, where the animation shows it)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,40 @@ from typing import Any
 
 import streamlit as st
 
+from lessons.course import SITE_TEXT
 from lessons.quiz.progress import question_key
+from lessons.text import section
 from ui.lesson_page import LessonPage
 from ui.quiz import render_question
 from ui.state import progress
+
+
+def _asked(page: LessonPage) -> list:
+    return [q for q in page.lesson.bank().questions if q.computed]
+
+
+def _answered(page: LessonPage) -> bool:
+    first = progress().first
+    return all(question_key(page.lesson.id, q.id) in first for q in _asked(page))
+
+
+def _skip_key(page: LessonPage) -> str:
+    return f"{page.prefix}-predict-skipped"
+
+
+def _opening(page: LessonPage) -> bool:
+    return page.params_cls(**{name: page.value(name) for name in page.declared}) == (
+        page.params_cls()
+    )
+
+
+def predicting(page: LessonPage, params: Any = None) -> bool:
+    """True while the learner is still predicting: the lesson's `params` (default: the controls'
+    current values) are the opening ones, its computed questions are not all answered, and the
+    learner has not asked for the runs without predicting. Call it where the page draws what
+    gives the answers away (a fragment's own rerun sees its new controls)."""
+    opening = _opening(page) if params is None else params == page.params_cls()
+    return opening and not st.session_state.get(_skip_key(page)) and not _answered(page)
 
 
 def predict_box(
@@ -20,28 +51,35 @@ def predict_box(
 ) -> bool:
     """The lesson's computed questions side by side; text.md sections `predict` (before),
     `predict-revealed` (filled from `facts`, once all are answered) and `predict-other` (when
-    the controls are not the opening ones). With a `step_key`, a reveal jumps its stepper to
-    `step`. True while the learner is still predicting (the opening settings, not all
-    answered): the page then keeps back the text that gives the answers away."""
+    the controls are not the opening ones). While predicting, a button shows the runs without
+    a prediction. With a `step_key`, a reveal jumps its stepper to `step`. Returns
+    `predicting(page)`."""
     lesson = page.lesson
-    asked = [q for q in lesson.bank().questions if q.computed]
-    now = page.params_cls(**{name: page.value(name) for name in page.declared})
-    opening = now == page.params_cls()
-
-    def answered() -> bool:
-        first = progress().first
-        return all(question_key(lesson.id, q.id) in first for q in asked)
+    opening = _opening(page)
 
     def reveal() -> None:
-        if step_key is not None and opening and answered():
+        if step_key is not None and opening and _answered(page):
             st.session_state[step_key] = step
 
+    def skip() -> None:
+        st.session_state[_skip_key(page)] = True
+
     page.say(None, "predict")
+    asked = _asked(page)
     for col, (number, q) in zip(st.columns(len(asked)), enumerate(asked, start=1), strict=True):
         with col:
             render_question(lesson, q, number, where="predict", on_checked=reveal)
-    if answered():
+    if _answered(page):
         st.markdown(page.text("predict-revealed", None, **facts))
     if not opening:
         st.info(page.text("predict-other"), icon=":material/info:")
-    return opening and not answered()
+    held = predicting(page)
+    if held:
+        st.button(
+            section(SITE_TEXT, "predict-skip"),
+            key=f"{page.prefix}-predict-skip",
+            on_click=skip,
+            help=section(SITE_TEXT, "predict-skip-help"),
+            icon=":material/visibility:",
+        )
+    return held

@@ -37,7 +37,7 @@ def fixes(c: Comparison) -> list[dict]:
     return [
         {
             w["col-fix"]: fix_label(f),
-            w["col-pool"]: f.num_gpu_blocks,
+            w["col-pool"]: f.num_gpu_blocks - 1,  # the null block holds no tokens
             w["col-seqs"]: f.max_num_seqs,
             w["col-preemptions"]: f.preemptions,
             w["col-recomputed"]: f.recomputed_tokens,

@@ -11,8 +11,14 @@ READY = (
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
 
 
-def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000) -> int:
-    """Load a URL, wait until the script has run and its Plotly charts are drawn.
+SKIP_PREDICTION = "[class*=predict-skip] button"  # "Show the runs without predicting"
+
+
+def open_page(
+    page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000, predict: bool = False
+) -> int:
+    """Load a URL, wait until the script has run and its Plotly charts are drawn. Unless
+    `predict`, a lesson's "Show the runs without predicting" is pressed first (the whole page).
 
     `charts` > 0 requires exactly that many charts; 0 accepts none; None waits for at least one
     and then for however many the page settles on. Returns the number of charts drawn.
@@ -20,6 +26,14 @@ def open_page(page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000
     page.goto(url)
     page.wait_for_function(READY, timeout=timeout_ms)
     drawn = "[...document.querySelectorAll('" + CHART + "')].filter(g => g._fullLayout).length"
+    skip = page.locator(SKIP_PREDICTION)
+    if not predict and charts != 0:  # a chart or the button that holds them back comes first
+        either = "() => " + drawn + " >= 1 || !!document.querySelector('" + SKIP_PREDICTION + "')"
+        page.wait_for_function(either, timeout=timeout_ms)
+        if skip.count():
+            skip.first.click()
+            expect(skip).to_have_count(0, timeout=timeout_ms)
+            page.wait_for_function(READY, timeout=timeout_ms)
     if charts is None:
         # Charts mount lazily (a 4.7 MB Plotly chunk) after the script has finished, one by one
         # on a loaded machine: wait until every chart element is drawn and none has come for 1.5 s.

@@ -8,7 +8,14 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.helpers import CHART, chart_state, full_screenshot, open_page
+from tests.browser.helpers import (
+    CHART,
+    READY,
+    chart_state,
+    full_screenshot,
+    open_page,
+    settled_state,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -55,3 +62,32 @@ def test_the_lesson_at_projector_and_desktop_sizes(page: Page, app_url: str, sho
     chart.screenshot(path=str(shots / f"lesson_memory_grid_{width}x{height}.png"))
     page.screenshot(path=str(shots / f"lesson_memory_{width}x{height}_view.png"))
     full_screenshot(page, str(shots / f"lesson_memory_{width}x{height}.png"))
+
+
+def test_the_arrow_keys_move_the_stepper_and_the_grid_follows(page: Page, app_url: str):
+    """← and → belong to the stepper under the grid (its buttons' shortcuts): one press is one
+    step, and the grid shows that step, also after the grid was played to another frame."""
+    from lessons.memory.lesson import Params, build, frame_of
+
+    r = build(Params())
+    open_page(page, f"{app_url}/memory", charts=None)
+    chart = page.locator(CHART).nth(GRID)
+    chart.scroll_into_view_if_needed()
+    chart.locator(".updatemenu-button", has_text="Play").first.click()
+    page.wait_for_function(
+        "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active) >= 6",
+        arg=GRID,
+        timeout=30_000,
+    )
+    chart.locator(".updatemenu-button", has_text="Pause").first.click()
+    settled_state(page, GRID)
+    chart.hover()  # the keyboard drives the chart last pointed at
+    page.keyboard.press("ArrowRight")
+    stepper = page.get_by_role("slider", name="Step")
+    expect(stepper).to_have_attribute("aria-valuetext", "2", timeout=30_000)
+    page.wait_for_function(READY, timeout=30_000)
+    assert settled_state(page, GRID)["slider"] == frame_of(r, 2)
+    page.keyboard.press("ArrowLeft")
+    expect(stepper).to_have_attribute("aria-valuetext", "1", timeout=30_000)
+    page.wait_for_function(READY, timeout=30_000)
+    assert settled_state(page, GRID)["slider"] == frame_of(r, 1)

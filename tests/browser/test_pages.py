@@ -162,3 +162,19 @@ def test_a_clamped_step_stays_in_the_link(page: Page, app_url: str):
     assert shown and shown.group(1) == shown.group(2)  # clamped to the last step
     assert int(shown.group(2)) < 58
     expect(page).to_have_url(re.compile(rf"sl-step={shown.group(1)}\b"))
+
+
+def test_a_prediction_holds_the_charts_back_until_answered(page: Page, app_url: str, shots):
+    """Policies at its opening settings: no chart (each would answer the question) until the
+    question is answered, here with its first choice."""
+    open_page(page, f"{app_url}/policies", charts=0, predict=True)
+    expect(page.locator(CHART)).to_have_count(0)
+    expect(page.locator("[class*=predict-skip] button").first).to_be_visible()
+    page.screenshot(path=str(shots / "lesson_policies_predicting.png"))
+    question = page.locator(".st-key-predict-policies-predict-lowest-p99")
+    question.get_by_role("radio").first.check(force=True)
+    page.locator(".st-key-predict-policies-predict-lowest-p99-check button").click()
+    page.wait_for_function(
+        "() => document.querySelectorAll('" + CHART + "').length >= 4", timeout=45_000
+    )
+    expect(page.locator("[class*=predict-skip] button")).to_have_count(0)
