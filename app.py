@@ -57,7 +57,7 @@ pages = {
         )
     ],
 }
-pg = st.navigation(pages)
+pg = st.navigation(pages, expanded=True)  # every lesson listed: no "View more" to find
 # The presenter toggle sits on every lesson, on Practice and on the class quiz.
 TOGGLED = {lesson.url for lesson in lessons()} | {"practice", "class"}
 

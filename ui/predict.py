@@ -27,8 +27,10 @@ def _answered(page: LessonPage) -> bool:
     return all(question_key(page.lesson.id, q.id) in first for q in _asked(page))
 
 
-def _skip_key(page: LessonPage) -> str:
-    return f"{page.prefix}-predict-skipped"
+def skip_key(prefix: str) -> str:
+    """The session key that says the learner asked for the runs without predicting (a lesson's
+    own key: Reset this lesson forgets it)."""
+    return f"{prefix}-predict-skipped"
 
 
 def _opening(page: LessonPage) -> bool:
@@ -43,7 +45,7 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
     learner has not asked for the runs without predicting. Call it where the page draws what
     gives the answers away (a fragment's own rerun sees its new controls)."""
     opening = _opening(page) if params is None else params == page.params_cls()
-    return opening and not st.session_state.get(_skip_key(page)) and not _answered(page)
+    return opening and not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
 
 
 def predict_box(
@@ -62,7 +64,7 @@ def predict_box(
             st.session_state[step_key] = step
 
     def skip() -> None:
-        st.session_state[_skip_key(page)] = True
+        st.session_state[skip_key(page.prefix)] = True
 
     page.say(None, "predict")
     asked = _asked(page)

@@ -5,6 +5,8 @@ look at."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -178,3 +180,14 @@ def test_a_prediction_holds_the_charts_back_until_answered(page: Page, app_url: 
         "() => document.querySelectorAll('" + CHART + "').length >= 4", timeout=45_000
     )
     expect(page.locator("[class*=predict-skip] button")).to_have_count(0)
+
+
+def test_the_sidebar_lists_every_page(page: Page, app_url: str):
+    """No lesson hides behind Streamlit's "View more": every page is a link in the sidebar."""
+    open_page(page, app_url + "/", charts=0)
+    nav = page.locator("[data-testid=stSidebarNav]")
+    for lesson in lessons():
+        expect(nav.get_by_role("link", name=lesson.short)).to_be_visible()
+    for title in ("Practice", "Your own trace", "Progress"):
+        expect(nav.get_by_role("link", name=title)).to_be_visible()
+    expect(nav.get_by_text(re.compile(r"^View \d+ more$"))).to_have_count(0)
