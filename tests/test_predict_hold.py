@@ -99,3 +99,15 @@ def test_memory_keeps_its_summary_back_until_skipped():
     assert story.text(text, "summary-wait") in _markdown(at)
     past_predictions(at)
     assert story.text(text, "summary-wait") not in _markdown(at)
+
+
+def test_a_link_to_other_settings_shows_everything_at_once():
+    """The question box is drawn above the controls; it reads the link's values too, so a
+    link to another load neither offers the skip nor hides the note that the runs differ."""
+    at = run_page(lesson("overload").page, query={"ovl-load": "120"}, timeout=180)
+    assert charts(at)
+    assert not [b for b in at.button if b.key and b.key.endswith("-predict-skip")]
+    other = story.text(lesson("overload").text_path, "predict-other")
+    assert any(i.value == other for i in at.info)
+    bad = run_page(lesson("overload").page, query={"ovl-load": "abc"}, timeout=180)
+    _assert_held(bad, "overload")  # a bad value opens at the default: the opening settings

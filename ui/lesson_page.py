@@ -201,6 +201,23 @@ class LessonPage:
         d = self.declared[name]
         return st.session_state.get(_keep_key(d.url_key(self.prefix)), d.default)
 
+    def upcoming(self, name: str) -> Any:
+        """The value the control will open at when drawn later in this run: kept, else the
+        link's (if it parses; the control reports a bad one), else its default. For what is
+        drawn above the controls, such as the prediction."""
+        d = self.declared[name]
+        url_key = d.url_key(self.prefix)
+        keep = _keep_key(url_key)
+        if keep in st.session_state:
+            return st.session_state[keep]
+        raw = st.query_params.get(url_key)
+        if raw is not None:
+            try:
+                return d.spec.parse(raw)
+            except BadValue:
+                pass
+        return d.default
+
     def reset(self) -> None:
         """on_click of Reset: forget this lesson's own values (shared settings stay)."""
         own = f"{self.prefix}-"

@@ -34,7 +34,7 @@ def skip_key(prefix: str) -> str:
 
 
 def _opening(page: LessonPage) -> bool:
-    return page.params_cls(**{name: page.value(name) for name in page.declared}) == (
+    return page.params_cls(**{name: page.upcoming(name) for name in page.declared}) == (
         page.params_cls()
     )
 
