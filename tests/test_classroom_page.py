@@ -59,6 +59,14 @@ def test_a_bad_or_unknown_code_is_reported_as_plain_text():
         assert at.button(key="class-open")  # the forms are still there
 
 
+def test_the_host_link_is_folded_away_from_the_projector():
+    teacher, _ = _teacher()
+    (folded,) = [e for e in teacher.expander if "host link" in e.label]
+    assert "&host=" in " ".join(c.value for c in folded.caption)
+    assert not any("&host=" in c.value for c in teacher.main.caption if c not in folded.caption)
+    assert folded.proto.expanded is False
+
+
 def test_a_host_link_makes_a_new_session_the_host_and_leaves_the_address_bar():
     from lessons.quiz.store import open_store
 

@@ -164,7 +164,9 @@ def host_view(code: str, token: str) -> None:
         say("host-join", link=join_link(code), code=code)
         if st.session_state.pop("class-host-link", None) == code:
             host_link = f"{join_link(code)}&host={token}"
-            st.caption(words("host-link", host_link=host_link))
+            # folded: this screen goes on the projector, and the link makes its holder the host
+            with st.expander(words("host-link-title"), expanded=False):
+                st.caption(words("host-link", host_link=host_link))
     with right, st.container(key="class-qr"):
         scan = words("qr-caption", code=code)
         st.image(qr_png(join_link(code)), caption=scan, alt=scan, width="stretch")
