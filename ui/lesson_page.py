@@ -60,8 +60,9 @@ class LessonPage:
         self.declared = {d.name: d for d in declared(params_cls)}
 
     # -- controls ------------------------------------------------------------------------------
-    def _initial(self, d: Declared, url_key: str) -> Any:
-        """The value a control opens at: kept, else from the link (checked), else the default."""
+    def _initial(self, d: Declared, url_key: str, report: bool = True) -> Any:
+        """The value a control opens at: kept, else from the link (checked), else the default.
+        `report=False` leaves a bad link value for the control to report when it is drawn."""
         keep = _keep_key(url_key)
         if keep in st.session_state:
             return st.session_state[keep]
@@ -70,6 +71,8 @@ class LessonPage:
             try:
                 value = d.spec.parse(raw)
             except BadValue as exc:
+                if not report:
+                    return d.default
                 bad_link(url_key, raw, str(exc), d.spec.to_url(d.default))
             else:
                 st.session_state[keep] = value
@@ -206,17 +209,7 @@ class LessonPage:
         link's (if it parses; the control reports a bad one), else its default. For what is
         drawn above the controls, such as the prediction."""
         d = self.declared[name]
-        url_key = d.url_key(self.prefix)
-        keep = _keep_key(url_key)
-        if keep in st.session_state:
-            return st.session_state[keep]
-        raw = st.query_params.get(url_key)
-        if raw is not None:
-            try:
-                return d.spec.parse(raw)
-            except BadValue:
-                pass
-        return d.default
+        return self._initial(d, d.url_key(self.prefix), report=False)
 
     def reset(self) -> None:
         """on_click of Reset: forget this lesson's own values (shared settings stay)."""

@@ -117,3 +117,16 @@ def space_plays_and_pauses(page: Page, index: int, reach: int) -> int:
     page.wait_for_timeout(1000)
     assert chart_state(page, index)["slider"] == paused, "the animation did not pause"
     return paused
+
+
+def play_then_pause(page: Page, index: int, reach: int) -> None:
+    """Press Play on the index-th chart, wait until it has shown frame `reach`, press Pause."""
+    chart = page.locator(CHART).nth(index)
+    chart.locator(".updatemenu-button", has_text="Play").first.click()
+    page.wait_for_function(
+        "([i, n]) => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0)"
+        " >= n",
+        arg=[index, reach],
+        timeout=30_000,
+    )
+    chart.locator(".updatemenu-button", has_text="Pause").first.click()

@@ -9,7 +9,13 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.helpers import CHART, chart_state, open_page, space_plays_and_pauses
+from tests.browser.helpers import (
+    CHART,
+    chart_state,
+    open_page,
+    play_then_pause,
+    space_plays_and_pauses,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -35,13 +41,7 @@ def test_playing_writes_the_frame_into_the_link(page: Page, app_url: str):
     chart.scroll_into_view_if_needed()
     assert chart_state(page, ANIM)["slider"] == 0  # opens at the controls' 1 token
     assert _frame_in_url(page) is None
-    chart.locator(".updatemenu-button", has_text="Play").first.click()
-    page.wait_for_function(
-        "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0) >= 3",
-        arg=ANIM,
-        timeout=20_000,
-    )
-    chart.locator(".updatemenu-button", has_text="Pause").first.click()
+    play_then_pause(page, ANIM, reach=3)
     page.wait_for_timeout(1200)
     shown = chart_state(page, ANIM)["slider"]
     assert shown >= 3 and _frame_in_url(page) == str(shown)

@@ -14,6 +14,7 @@ from tests.browser.helpers import (
     chart_state,
     full_screenshot,
     open_page,
+    play_then_pause,
     settled_state,
 )
 
@@ -33,13 +34,7 @@ def test_the_grid_plays_and_keeps_its_frame_in_the_link(page: Page, app_url: str
     chart.scroll_into_view_if_needed()
     before = chart_state(page, GRID)
     assert before["frames"] > 100 and before["slider"] == 0
-    chart.locator(".updatemenu-button", has_text="Play").first.click()
-    page.wait_for_function(
-        "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout._currentFrame|0) >= 4",
-        arg=GRID,
-        timeout=30_000,
-    )
-    chart.locator(".updatemenu-button", has_text="Pause").first.click()
+    play_then_pause(page, GRID, reach=4)
     page.wait_for_timeout(1200)
     shown = chart_state(page, GRID)
     assert shown["slider"] >= 4 and shown["z"][0] != before["z"][0]  # the cells changed
@@ -73,13 +68,7 @@ def test_the_arrow_keys_move_the_stepper_and_the_grid_follows(page: Page, app_ur
     open_page(page, f"{app_url}/memory", charts=None)
     chart = page.locator(CHART).nth(GRID)
     chart.scroll_into_view_if_needed()
-    chart.locator(".updatemenu-button", has_text="Play").first.click()
-    page.wait_for_function(
-        "i => (document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active) >= 6",
-        arg=GRID,
-        timeout=30_000,
-    )
-    chart.locator(".updatemenu-button", has_text="Pause").first.click()
+    play_then_pause(page, GRID, reach=6)
     settled_state(page, GRID)
     chart.hover()  # the keyboard drives the chart last pointed at
     page.keyboard.press("ArrowRight")
