@@ -31,35 +31,28 @@ def step_panel(r, step: int) -> None:
 
 @st.fragment
 def lab() -> None:
-    p = page.controls(
-        [
-            ["gpu", "model", "dtype", "tp"],
-            ["pool_from", "gpu_memory_utilization", "num_gpu_blocks", "max_model_len"],
-            ["prompt_tokens", "output_tokens", "rate"],
-            ["policy", "prefix_caching", "watermark", "async_scheduling"],
-            ["vllm_defaults", "max_num_batched_tokens", "max_num_seqs"],
-        ],
-        show_if=lesson.SHOW_IF,
-    )
+    p = page.controls(lesson.LAYOUT, show_if=lesson.SHOW_IF)
     if refusal := lesson.all_refused(p):  # every prompt too long: nothing reaches the scheduler
         return page.warn(refusal, "all-refused", icon=":material/block:")
     r = readout(p)
     page.defaults_note(r)
-    page.warn(r, "bad-limits", icon=":material/block:")
-    page.warn(r, "no-fit", icon=":material/memory:")
-    page.warn(r, "pool-raised", icon=":material/memory:")
+    for name, icon in (("bad-limits", "block"), ("no-fit", "memory"), ("pool-raised", "memory")):
+        page.warn(r, name, icon=f":material/{icon}:")
     page.warn(r, "refused-note", icon=":material/block:")
+    held = predicting(page, p)  # the counts, the victims and the async steps give it away
     page.say(r, "scenario")
-    page.metrics(r)
+    page.say(r, "metrics-wait") if held else page.metrics(r)
     page.say(r, "grid", "grid-cut", "sampled")
     animation = st.container()
-    page.say(r, "summary-wait" if predicting(page, p) else "summary", "stepper")  # no spoiler
+    page.say(r, "summary-wait" if held else "summary", "stepper")
     step = stepper(STEP, r.num_steps)
     with animation:
         page.chart(figures.pool(r, step), r, "pool", stepper=step)
     step_panel(r, step)
     page.say(r, "paging")
     page.chart(figures.paging(r), r, "paging")
+    if held:
+        return page.say(r, "rest-wait")
     c = comparisons(p)
     page.say(c, "victim", "victim-result")
     page.chart(figures.classes(c), c, "classes")

@@ -31,7 +31,7 @@ def lab() -> None:
     else:
         page.metrics(r)
     page.say(r, "healthy-now")
-    dashboard = figures.dashboard(r)
+    dashboard = figures.dashboard(r, held)
     page.chart(anim.reopen(dashboard, 0) if held else dashboard, r, "dashboard")
     page.say(r, "bands", "mistakes", "takeaway")
 

@@ -51,12 +51,29 @@ def _assert_held(at, lesson_id: str) -> None:
     else:
         assert [c["layout"]["sliders"][0]["active"] for c in drawn if c.get("frames")] == [0]
         assert story.text(lesson(lesson_id).text_path, "metrics-wait") in _markdown(at)
+    if lesson_id == "watch":  # the requests axis is not fitted to the queue's peak (the answer)
+        assert _requests_top(drawn) >= _watch_opening().requests
+
+
+def _watch_opening():
+    from lessons.watch import lesson as watch
+
+    return watch.build(watch.Params())
+
+
+def _requests_top(drawn: list[dict]) -> float:
+    (dashboard,) = [c for c in drawn if c.get("frames")]
+    return dashboard["layout"]["yaxis"]["range"][1]
 
 
 def _assert_shown(at, lesson_id: str) -> None:
     assert _labels(lesson_id) <= _metric_labels(at)
     drawn = charts(at)
     assert drawn
+    if lesson_id == "watch":  # revealed, the panel fits what the run reached
+        r = _watch_opening()
+        top = max(r.dash.running.max(), r.dash.waiting.max(), r.waiting_band) * 1.1
+        assert _requests_top(drawn) == pytest.approx(top)
     if HELD[lesson_id] == "start":
         (animated,) = [c for c in drawn if c.get("frames")]
         assert animated["layout"]["sliders"][0]["active"] == len(animated["frames"]) - 1
@@ -93,12 +110,31 @@ def lesson_id_page(request):
     return request.param, at
 
 
-def test_memory_keeps_its_summary_back_until_skipped():
+MEMORY_HELD = ("metrics-wait", "summary-wait", "rest-wait")
+
+
+def _memory_held(at) -> bool:
+    """True when the memory page keeps back its totals, its summary and everything after the
+    paging section (the victims, their price, the fixes, async scheduling's first preemption);
+    False when it shows them all. Anything in between fails."""
     text = lesson("memory").text_path
+    waits = [story.text(text, name) in _markdown(at) for name in MEMORY_HELD]
+    shown = [_labels("memory") <= _metric_labels(at), len(charts(at)) == 4, len(at.dataframe) == 3]
+    assert len(charts(at)) >= 2  # the grid and the paging chart are always there
+    assert all(waits) and not any(shown) or not any(waits) and all(shown), (waits, shown)
+    assert not _metric_labels(at) & _labels("memory") if waits[0] else True
+    return all(waits)
+
+
+@pytest.mark.parametrize("how", ["right", "wrong", "skip"])
+def test_memory_keeps_its_totals_victims_and_price_back_until_answered(how):
     at = run_page(lesson("memory").page, timeout=180)
-    assert story.text(text, "summary-wait") in _markdown(at)
-    past_predictions(at)
-    assert story.text(text, "summary-wait") not in _markdown(at)
+    assert _memory_held(at)
+    if how == "skip":
+        past_predictions(at)
+    else:
+        _answer_all(at, "memory", right=how == "right")
+    assert not _memory_held(at)
 
 
 def test_a_link_to_other_settings_shows_everything_at_once():
@@ -111,3 +147,20 @@ def test_a_link_to_other_settings_shows_everything_at_once():
     assert any(i.value == other for i in at.info)
     bad = run_page(lesson("overload").page, query={"ovl-load": "abc"}, timeout=180)
     _assert_held(bad, "overload")  # a bad value opens at the default: the opening settings
+
+
+def test_back_to_the_opening_run_also_sets_the_shared_settings_back():
+    """A learner who picked another GPU (a setting that follows them from lesson to lesson) and
+    another load gets the run the question is about back with one button: Reset this lesson
+    alone would leave the GPU."""
+    shared = lesson("overload")
+    module = __import__("lessons.overload.lesson", fromlist=["Params"])
+    gpu = module.Params().gpu
+    other = "A100-80GB" if gpu != "A100-80GB" else "H100-SXM"
+    at = run_page(shared.page, query={"ovl-load": "120", "gpu": other}, timeout=180)
+    assert charts(at)
+    at.button(key="ovl-predict-opening").click().run(timeout=180)
+    assert not at.exception, [e.value for e in at.exception]
+    _assert_held(at, "overload")
+    assert at.selectbox(key="w:gpu").value == gpu
+    assert not [b for b in at.button if b.key == "ovl-predict-opening"]

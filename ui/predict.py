@@ -39,13 +39,46 @@ def _opening(page: LessonPage) -> bool:
     )
 
 
+def _drawn_key(prefix: str) -> str:
+    return f"{prefix}-predict-drawn"
+
+
+def _follow(page: LessonPage, opening: bool) -> None:
+    """A control moved inside the lesson's fragment reruns only the fragment, and the question
+    box above it still shows what it drew for the settings before (its skip button, no note that
+    the runs differ). When the settings cross into or out of the opening ones, rerun the whole
+    page once so that the box follows. The same crossing is asked for once only, so a box and a
+    fragment that ever disagreed could not rerun for ever."""
+    drawn = st.session_state.get(_drawn_key(page.prefix))
+    asked = f"{page.prefix}-predict-asked"
+    if drawn is None or drawn == opening or st.session_state.get(asked) == (drawn, opening):
+        return
+    st.session_state[asked] = (drawn, opening)
+    st.rerun(scope="app")
+
+
 def predicting(page: LessonPage, params: Any = None) -> bool:
     """True while the learner is still predicting: the lesson's `params` (default: the controls'
     current values) are the opening ones, its computed questions are not all answered, and the
-    learner has not asked for the runs without predicting. Call it where the page draws what
-    gives the answers away (a fragment's own rerun sees its new controls)."""
-    opening = _opening(page) if params is None else params == page.params_cls()
+    learner has not asked for the runs without predicting. Call it with the fragment's `params`
+    where the page draws what gives the answers away: a fragment's own rerun sees its new
+    controls, and redraws the question box too when they cross into or out of the opening
+    ones."""
+    if params is None:
+        opening = _opening(page)
+    else:
+        opening = params == page.params_cls()
+        _follow(page, opening)
     return opening and not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
+
+
+def _back_to_opening(page: LessonPage) -> None:
+    """on_click of "Back to the run the questions are about": Reset this lesson, and set the
+    settings that follow the learner (GPU, model, ...) to this lesson's opening values."""
+    page.reset()
+    for name, d in page.declared.items():
+        if d.spec.shared:
+            page.set(name, d.default)
 
 
 def predict_box(
@@ -73,8 +106,17 @@ def predict_box(
             render_question(lesson, q, number, where="predict", on_checked=reveal)
     if _answered(page):
         st.markdown(page.text("predict-revealed", None, **facts))
+    st.session_state[_drawn_key(page.prefix)] = opening
     if not opening:
         st.info(page.text("predict-other"), icon=":material/info:")
+        st.button(
+            section(SITE_TEXT, "predict-opening"),
+            key=f"{page.prefix}-predict-opening",
+            on_click=_back_to_opening,
+            args=(page,),
+            help=section(SITE_TEXT, "predict-opening-help"),
+            icon=":material/restart_alt:",
+        )
     held = predicting(page)
     if held:
         st.button(

@@ -174,6 +174,14 @@ SHOW_IF = {
     "gpu_memory_utilization": show_pool_utilization,
     "num_gpu_blocks": show_pool_blocks,
 }
+# The controls' rows on the page, in the order a learner meets them.
+LAYOUT = (
+    ("gpu", "model", "dtype", "tp"),
+    ("pool_from", "gpu_memory_utilization", "num_gpu_blocks", "max_model_len"),
+    ("prompt_tokens", "output_tokens", "rate"),
+    ("policy", "prefix_caching", "watermark", "async_scheduling"),
+    ("vllm_defaults", "max_num_batched_tokens", "max_num_seqs"),
+)
 
 
 @lru_cache(maxsize=64)

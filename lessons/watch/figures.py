@@ -64,8 +64,10 @@ def _series(r: Readout) -> list[tuple]:
     ]
 
 
-def dashboard(r: Readout) -> dict:
-    """The four panels, drawn up to each frame's time (Play, Pause, step slider)."""
+def dashboard(r: Readout, held: bool = False) -> dict:
+    """The four panels, drawn up to each frame's time (Play, Pause, step slider). `held`: the
+    learner is still predicting how many wait, so the requests panel reaches up to every
+    request of the run (a top fitted to the queue's peak would give the answer away)."""
     words = labels()
     d = r.dash
     t = [round(float(v), 2) for v in d.time_s]
@@ -102,7 +104,8 @@ def dashboard(r: Readout) -> dict:
         )
         names.append(f"{t[k]:.0f} s")
     tops = (
-        max(float(d.running.max()), float(d.waiting.max()), r.waiting_band) * 1.1,
+        max(float(d.running.max()), float(r.requests if held else d.waiting.max()), r.waiting_band)
+        * 1.1,
         105.0,
         max(float(d.step_ms.max()), r.itl_target_ms) * 1.1,
         max(float(d.preemptions.max()), 1.0) * 1.1,

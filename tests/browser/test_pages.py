@@ -182,6 +182,31 @@ def test_a_prediction_holds_the_charts_back_until_answered(page: Page, app_url: 
     expect(page.locator("[class*=predict-skip] button")).to_have_count(0)
 
 
+def test_the_question_box_follows_a_slider_out_of_and_back_to_the_opening_run(
+    page: Page, app_url: str, shots
+):
+    """A slider inside the lesson's fragment reruns only the fragment; the question box above
+    it must still follow: off the opening settings its skip button goes and the note that the
+    runs differ (with the button back) comes; the button brings the held opening run back."""
+    open_page(page, f"{app_url}/policies", charts=0, predict=True)
+    skip = page.locator("[class*=predict-skip] button")
+    back = page.locator("[class*=predict-opening] button")
+    expect(skip.first).to_be_visible()
+    slider = page.get_by_role("slider", name="Offered load (% of capacity)")
+    slider.focus()
+    slider.press("ArrowRight")
+    expect(back.first).to_be_visible(timeout=45_000)
+    expect(skip).to_have_count(0)
+    page.wait_for_function(
+        "() => document.querySelectorAll('" + CHART + "').length >= 4", timeout=45_000
+    )
+    page.screenshot(path=str(shots / "lesson_policies_other_settings.png"))
+    back.first.click()
+    expect(skip.first).to_be_visible(timeout=45_000)
+    expect(page.locator(CHART)).to_have_count(0, timeout=45_000)
+    expect(back).to_have_count(0)
+
+
 def test_the_sidebar_lists_every_page(page: Page, app_url: str):
     """No lesson hides behind Streamlit's "View more": every page is a link in the sidebar."""
     open_page(page, app_url + "/", charts=0)
