@@ -7,6 +7,7 @@ rerun moves the page's first slider (or select slider) to another value.
 from __future__ import annotations
 
 import importlib
+import os
 import statistics
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from lessons.course import lessons
+from lessons.kit.controls import declared
 from tests.apptest_util import APP
+from ui import warm
 from ui.predict import skip_key
 
 REPEATS = 7
@@ -100,6 +103,45 @@ def _time_page(page: str) -> dict:
     }
 
 
+# The slider each page prepares ahead (LessonPage.ahead): page -> (lesson id, Params field)
+PREPARED = {
+    "pages/lesson_memory.py": ("memory", "prompt_tokens"),
+    "pages/lesson_policies.py": ("policies", "load_pct"),
+    "pages/lesson_watch.py": ("watch", "itl_target_ms"),
+}
+
+
+def _time_prepared(page: str) -> tuple[list[float], str]:
+    """Reruns after a one-step move of the slider the page prepares, each once the background
+    worker has made the values next to the current one (ui/warm.py `ahead`, on for this
+    measurement only): a learner who reads a few seconds before moving on."""
+    lesson_id, name = PREPARED[page]
+    module = importlib.import_module(f"lessons.{lesson_id}.lesson")
+    d = {d.name: d for d in declared(module.Params)}[name]
+    key, options = "w:" + d.url_key(module.PREFIX), list(d.spec.options)
+    os.environ["STEPWISE_WARM"] = "1"
+    try:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        _past_predictions(at)
+        at.switch_page(page)
+        at.run()
+        times, i, up = [], options.index(d.default), True
+        for _ in range(REPEATS):
+            warm.wait_idle()
+            if not 0 <= i + (1 if up else -1) < len(options):
+                up = not up
+            i += 1 if up else -1
+            started = time.perf_counter()
+            at.select_slider(key=key).set_value(options[i]).run()
+            times.append(time.perf_counter() - started)
+            assert not at.exception, (page, [e.value for e in at.exception])
+        warm.wait_idle()
+    finally:
+        os.environ["STEPWISE_WARM"] = "0"
+    return times, d.spec.label
+
+
 def run() -> str:
     # Warm the imports once so the first page does not pay for numpy/plotly/pandas alone.
     AppTest.from_file(APP, default_timeout=60).run()
@@ -133,5 +175,24 @@ def run() -> str:
         rows.append(
             f"| `{page}` | {t['cold'] * 1000:.0f} | {t['first'] * 1000:.0f} | {rerun} | {worst} "
             f"| {t['moved']} |"
+        )
+    rows += [
+        "",
+        "### Slider reruns with the next values prepared",
+        "",
+        "A page runs the values next to the current one on its main slider in the background "
+        "while the learner reads (ui/warm.py `ahead`, one low-priority worker). Here: "
+        f"{REPEATS} one-step moves in one session, each once the worker is idle (median and "
+        "worst). The cold reruns above are what a move costs when nothing was prepared: a jump "
+        "of several steps, or a move before the worker is done.",
+        "",
+        "| page | slider | rerun (ms) | worst (ms) |",
+        "|---|---|---:|---:|",
+    ]
+    for page in PREPARED:
+        times, label = _time_prepared(page)
+        rows.append(
+            f"| `{page}` | {label} | {statistics.median(times) * 1000:.0f} "
+            f"| {max(times) * 1000:.0f} |"
         )
     return "\n".join(rows)

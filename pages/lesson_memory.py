@@ -52,8 +52,15 @@ def lab() -> None:
     page.say(r, "paging")
     page.chart(figures.paging(r), r, "paging")
     if held:
-        return page.say(r, "rest-wait")
-    c = comparisons(p)
+        page.say(r, "rest-wait")
+    else:
+        rest(r, comparisons(p))
+    for build in (readout, comparisons):  # the next lengths' runs, made while the learner reads
+        page.ahead(build, p, "prompt_tokens", "output_tokens")
+
+
+def rest(r, c) -> None:
+    """The victim, the price, the fixes and async scheduling: what the predictions are about."""
     page.say(c, "victim", "victim-result")
     page.chart(figures.classes(c), c, "classes")
     page.say(r, "price")

@@ -29,7 +29,14 @@ def lab() -> None:
     page.warn(r, "teaching", icon=":material/school:")
     page.say(r, "workload")
     if predicting(page, p):  # the charts answer the prediction
-        return page.say(r, "predict-wait")
+        page.say(r, "predict-wait")
+    else:
+        reveal(r)
+    page.ahead(readout, p, "load_pct")  # the next load's five runs, made while the learner reads
+
+
+def reveal(r) -> None:
+    """The metrics and the five charts: what the prediction is about."""
     page.metrics(r)
     page.say(r, "classes", "prio-helps", "preempted")
     page.chart(figures.classes(r), r, "classes")

@@ -34,6 +34,7 @@ def lab() -> None:
     dashboard = figures.dashboard(r, held)
     page.chart(anim.reopen(dashboard, 0) if held else dashboard, r, "dashboard")
     page.say(r, "bands", "mistakes", "takeaway")
+    page.ahead(readout, p, "itl_target_ms")  # the next target's runs, made while the learner reads
 
 
 predict_box(page, predict.answers())

@@ -16,6 +16,7 @@ their values and their place in the link) and shows each text section's brief.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from lessons.kit.controls import BadValue, Choice, Declared, Integer, Steps, Tex
 from lessons.kit.present import brief
 from lessons.kit.shared import DTYPE
 from lessons.text import section
-from ui import present
+from ui import present, warm
 from ui.charts import show
 from ui.links import bad_link, write_url
 from ui.quiz import render_lesson_practice
@@ -203,6 +204,23 @@ class LessonPage:
         """A control's current value (kept, or its default) without drawing it."""
         d = self.declared[name]
         return st.session_state.get(_keep_key(d.url_key(self.prefix)), d.default)
+
+    def ahead(self, build: Callable[[Any], Any], params: Any, *names: str) -> None:
+        """Have `build` (a cached function of the Params) run in the background for the values
+        next to the current one on each named slider (ui/warm.py `ahead`), so that moving one
+        of them a step finds its runs made."""
+        nearby = []
+        for name in names:
+            spec, value = self.declared[name].spec, getattr(params, name)
+            if isinstance(spec, Steps):
+                i = spec.options.index(value)
+                near = spec.options[max(i - 1, 0) : i + 2]
+            elif isinstance(spec, Integer):
+                near = (max(value - spec.step, spec.lo), min(value + spec.step, spec.hi))
+            else:
+                raise TypeError(f"{name}: only a slider has values next to its value")
+            nearby += [dataclasses.replace(params, **{name: v}) for v in near if v != value]
+        warm.ahead(build, nearby)
 
     def upcoming(self, name: str) -> Any:
         """The value the control will open at when drawn later in this run: kept, else the

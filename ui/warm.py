@@ -1,11 +1,21 @@
-"""Warms the heavy lessons once per server process, so a class finds them ready.
+"""Warms the heavy lessons' caches in the background: their opening runs once per server
+process, so a class finds them ready, and the settings a learner is likely to ask for next.
 
 The lessons that run streams of requests (When memory runs out, Who goes first, Too many
 requests, What to watch) take seconds to build their opening runs. A server started before class
 builds every lesson's opening readout in one background thread (lowest priority it can get):
 their runs land in the lessons' own caches (functools caches of their modules), so the first
-learner to open a lesson with its opening settings finds the runs made. `STEPWISE_WARM=0` turns
-it off (the tests and the benchmarks do, to measure cold pages).
+learner to open a lesson with its opening settings finds the runs made.
+
+Then, moving a main slider to a value nobody has asked for yet runs the simulator afresh (Who
+goes first runs five policies over its workload, most of a second on this machine). While the
+learner reads, `ahead` has one more low-priority worker run the values next to the current ones
+through the page's own cached build (`st.cache_resource`), so the next move is usually a cache
+hit. A page that asks for a value being prepared waits for that run (Streamlit's compute lock
+per cached value) instead of running it twice.
+
+`STEPWISE_WARM=0` turns both off (the tests and the benchmarks do, to measure cold pages; the
+page benchmark also times reruns with `ahead` on).
 """
 
 from __future__ import annotations
@@ -14,9 +24,20 @@ import contextlib
 import importlib
 import logging
 import os
+import queue
 import threading
+from collections.abc import Callable, Hashable, Iterable
 
 from lessons.course import lessons
+
+QUEUE_SIZE = 8  # settings waiting to be prepared; more are dropped (a learner asks for them)
+SEEN_LIMIT = 4096  # settings remembered as queued, so that none is prepared twice
+
+_log = logging.getLogger(__name__)
+_jobs: queue.Queue[tuple[Callable, Hashable]] = queue.Queue(maxsize=QUEUE_SIZE)
+_seen: set[tuple[Callable, Hashable]] = set()  # (the function a cache wraps, setting)
+_lock = threading.Lock()
+_worker: threading.Thread | None = None
 
 
 def enabled() -> bool:
@@ -40,13 +61,17 @@ def warm_all() -> list[str]:
     return done
 
 
-def _run() -> None:
+def _low_priority() -> None:
     with contextlib.suppress(AttributeError, OSError):
         os.nice(10)  # on Linux niceness is per thread: learners' reruns come first
+
+
+def _run() -> None:
+    _low_priority()
     try:
         warm_all()
     except Exception:  # a lesson that fails here fails again, with its message, on its page
-        logging.getLogger(__name__).exception("warming the lessons failed")
+        _log.exception("warming the lessons failed")
 
 
 def start() -> bool:
@@ -55,3 +80,48 @@ def start() -> bool:
         return False
     threading.Thread(target=_run, name="stepwise-warm", daemon=True).start()
     return True
+
+
+def ahead(build: Callable[[Hashable], object], settings: Iterable[Hashable]) -> int:
+    """Queue `build(s)` for each of `settings` not queued before (unless STEPWISE_WARM=0) and
+    return how many were queued. `build` is a cached function: its own cache keeps the result."""
+    if not enabled():
+        return 0
+    global _worker
+    queued = 0
+    # A page makes its cached function anew on every run: what it wraps is the same function.
+    same = getattr(build, "__wrapped__", build)
+    with _lock:
+        for s in settings:
+            key = (same, s)
+            if key in _seen:
+                continue
+            try:
+                _jobs.put_nowait((build, s))
+            except queue.Full:
+                break
+            if len(_seen) >= SEEN_LIMIT:
+                _seen.clear()
+            _seen.add(key)
+            queued += 1
+        if queued and (_worker is None or not _worker.is_alive()):
+            _worker = threading.Thread(target=_prepare, name="stepwise-ahead", daemon=True)
+            _worker.start()
+    return queued
+
+
+def _prepare() -> None:
+    _low_priority()
+    while True:
+        build, s = _jobs.get()
+        try:
+            build(s)
+        except Exception:  # a bad setting is reported by its page when a learner asks for it
+            _log.debug("preparing %r failed", s, exc_info=True)
+        finally:
+            _jobs.task_done()
+
+
+def wait_idle() -> None:
+    """Block until every queued setting is prepared (for tests and benchmarks)."""
+    _jobs.join()
