@@ -6,7 +6,7 @@ import streamlit as st
 
 from lessons.course import SITE_TEXT, lessons
 from lessons.quiz.progress import XP_RULES
-from lessons.quiz.saved import dump
+from lessons.quiz.saved import MAX_BYTES, dump
 from lessons.text import section
 from ui.progress_file import FILE_KEY, load_upload, show_message
 from ui.state import progress
@@ -41,5 +41,11 @@ left.download_button(
     mime="application/json",
     icon=":material/download:",
 )
-right.file_uploader("Load saved progress", type=["json"], key=FILE_KEY, on_change=load_upload)
+right.file_uploader(
+    "Load saved progress",
+    type=["json"],
+    key=FILE_KEY,
+    on_change=load_upload,
+    max_upload_size=-(-MAX_BYTES // 2**20),  # in MB, as the uploader says it: 1, not 200
+)
 show_message()

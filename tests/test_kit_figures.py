@@ -16,6 +16,7 @@ from lessons.kit.figures import (
     SHIFT,
     axis,
     block_grid,
+    category_axis,
     grid_owners,
 )
 from lessons.theme import palette
@@ -82,3 +83,9 @@ def test_axis_titles_need_a_unit():
     assert axis("time (ms)")["title"]["text"] == "time (ms)"
     with pytest.raises(ValueError):
         axis("time")
+
+
+def test_an_axis_of_names_has_no_unit():
+    assert category_axis("policy") == {"title": {"text": "policy"}, "type": "category"}
+    with pytest.raises(ValueError):
+        category_axis("policy (name)")

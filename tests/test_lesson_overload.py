@@ -246,3 +246,18 @@ def test_the_gateway_designs_are_their_runs_own(default):
     assert r.gateway.open.p99_s == pytest.approx(r.sel_ttft_p99_s)
     words = story.text(TEXT, "gateway", r)
     assert "Not part of vLLM" in words and "429" in words and "504" in words
+
+
+@pytest.mark.parametrize("ratio", [1.0, 2.0, 3.5, 5.5, 12.0, 40.0, 100.0])
+def test_the_prediction_s_wrong_factors_do_not_point_at_the_answer(ratio):
+    """Three wrong growth factors, far enough from the answer and from one another; from 2x up
+    the answer is neither the largest choice nor the smallest (a guess of the extreme fails)."""
+    from lessons.overload import predict
+
+    wrong = predict._distractors(ratio, 1.5)
+    assert len(set(wrong)) == 3 and min(wrong) >= 1
+    for i, f in enumerate(wrong):
+        assert max(f, ratio) / min(f, ratio) >= predict.GAP
+        assert all(max(f, g) / min(f, g) >= predict.GAP for g in wrong[i + 1 :])
+    if ratio >= 2:
+        assert min(wrong) < ratio < max(wrong)

@@ -139,3 +139,12 @@ def test_every_link_value_of_every_page_is_checked_and_escaped(page, keys):
     for message in messages:
         assert "\\`\\[x\\]\\(h\u200bttps\\:\\/\\/evil\\.example\\)\\`" in message
         assert "\n#" not in message and len(message) < 400
+
+
+def test_a_bad_link_value_is_reported_across_the_page_not_in_its_control_s_column():
+    """The note for a bad value sits above the controls at full width: squeezed into the
+    column of its slider it read one word per line."""
+    at = run_page("pages/lesson_policies.py", query={"pol-load": "abc"}, timeout=180)
+    assert any("pol-load" in w.value for w in at.warning)
+    for col in at.columns:
+        assert not any("pol-load" in w.value for w in col.warning), "drawn in a column"

@@ -249,3 +249,13 @@ def test_a_lesson_finished_across_two_browsers_earns_its_bonuses_on_loading():
     questions_xp = sum(q.xp for q in bank.questions)
     exercises_xp = sum(e.xp for e in exercises)
     assert prog.xp == questions_xp + exercises_xp + XP_PERFECT_QUIZ + XP_LESSON_DONE
+
+
+def test_the_uploader_states_the_limit_a_progress_file_has():
+    """Streamlit's uploader would say "200MB per file"; a progress file is refused over
+    MAX_BYTES, so the uploader says 1 MB."""
+    from lessons.quiz.saved import MAX_BYTES
+
+    at = run_page(PAGE)
+    limit_mb = at.file_uploader(key="progress-file").proto.max_upload_size_mb
+    assert limit_mb == 1 and (limit_mb - 1) * 2**20 < MAX_BYTES <= limit_mb * 2**20

@@ -16,6 +16,7 @@ their values and their place in the link) and shows each text section's brief.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ class LessonPage:
         self.prefix = prefix
         self.text_path = text_path if self.lesson is None else self.lesson.text_path
         self.declared = {d.name: d for d in declared(params_cls)}
+        self._link_notes: Any = None  # while controls() draws: where a bad link is reported
 
     # -- controls ------------------------------------------------------------------------------
     def _initial(self, d: Declared, url_key: str, report: bool = True) -> Any:
@@ -74,7 +76,8 @@ class LessonPage:
             except BadValue as exc:
                 if not report:
                     return d.default
-                bad_link(url_key, raw, str(exc), d.spec.to_url(d.default))
+                with self._link_notes or contextlib.nullcontext():  # full width, not a column's
+                    bad_link(url_key, raw, str(exc), d.spec.to_url(d.default))
             else:
                 st.session_state[keep] = value
                 return value
@@ -151,6 +154,7 @@ class LessonPage:
         if missing:
             raise ValueError(f"controls not laid out: {sorted(missing)}")
         chosen: dict[str, Any] = {}
+        self._link_notes = st.container()  # a bad link value's note, above the controls
         # The limit sliders hide while vLLM's defaults are on, on every lesson that has them.
         rules = {n: r for n, r in limits.SHOW_IF.items() if n in self.declared} | (show_if or {})
         presenting = present.on()
@@ -181,6 +185,7 @@ class LessonPage:
                     for name in group:  # in order: a show_if rule sees the values above it
                         if name in visible([name]):
                             draw(name)
+        self._link_notes = None
         return self.params_cls(**chosen, **(fixed or {}))
 
     def defaults_note(self, readout: Any) -> None:

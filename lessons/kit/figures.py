@@ -79,6 +79,13 @@ def axis(title: str, **extra) -> dict:
     return {"title": {"text": title}, **extra}
 
 
+def category_axis(title: str, **extra) -> dict:
+    """An axis of names (policies, classes, methods): no unit to bracket, so none is asked."""
+    if "(" in title:
+        raise ValueError(f"category axis title {title!r} names things; it has no unit")
+    return {"title": {"text": title}, "type": "category", **extra}
+
+
 def log_axis(title: str, **extra) -> dict:
     """A log axis with a tick per decade."""
     return axis(title, type="log", dtick=1, **extra)

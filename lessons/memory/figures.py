@@ -20,7 +20,7 @@ import numpy as np
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.anim import animate, reopen
-from lessons.kit.figures import axis, bars, block_grid, grid_z
+from lessons.kit.figures import axis, bars, block_grid, category_axis, grid_z
 from lessons.kit.words import join
 from lessons.memory.lesson import GRID_COLUMNS, at_step, frame_of
 from lessons.memory.readout import Comparison, Readout
@@ -160,7 +160,7 @@ def paging(r: Readout) -> dict:
         "layout": {
             "title": {"text": words["title-paging"]},
             "height": 340,
-            "xaxis": axis(words["method"]),
+            "xaxis": category_axis(words["method"]),
             "yaxis": axis(words["seqs-axis"], rangemode="tozero"),
             "showlegend": False,
         },
@@ -193,9 +193,9 @@ def classes(r: Comparison) -> dict:
             "title": {"text": words["title-classes"]},
             "height": 400,
             "barmode": "group",
-            "xaxis": axis(words["class"], domain=[0, 0.44]),
+            "xaxis": category_axis(words["class"], domain=[0, 0.44]),
             "yaxis": axis(words["preemptions-axis"], rangemode="tozero"),
-            "xaxis2": axis(words["class"], domain=[0.56, 1], anchor="y2"),
+            "xaxis2": category_axis(words["class"], domain=[0.56, 1], anchor="y2"),
             "yaxis2": axis(words["ttft-axis"], anchor="x2", rangemode="tozero"),
         },
     }

@@ -2,8 +2,8 @@
 
 quiz.toml marks it `computed = "p99_growth"`: the opening setting's TTFT p99 at 100% of capacity
 is given; how long is it at the opening load (lesson.Params().load_pct)? The choices are the
-sweep's answer and three growth factors at least GAP apart from it, the smallest first (the
-guess that latency grows with load in proportion).
+sweep's answer and three growth factors at least GAP apart from it and from one another: the
+guess that latency grows with load in proportion, and factors above and below the answer.
 """
 
 from __future__ import annotations
@@ -23,6 +23,21 @@ def _nice(ratio: float) -> float:
     return round(ratio * 2) / 2 if ratio < 10 else float(round(ratio))
 
 
+def _apart(a: float, b: float) -> bool:
+    return max(a, b) / min(a, b) >= GAP
+
+
+def _distractors(ratio: float, proportional: float) -> list[float]:
+    """Three wrong factors, each at least GAP from the answer and from one another: the guess
+    that latency grows in proportion to the load, then factors on either side of the answer
+    (so that the answer is neither the largest choice nor the smallest), then FACTORS."""
+    wrong: list[float] = []
+    for f in [proportional, _nice(ratio * 3), _nice(ratio / 2), _nice(ratio * 8), *FACTORS]:
+        if f >= 1 and _apart(f, ratio) and all(_apart(f, w) for w in wrong) and len(wrong) < 3:
+            wrong.append(f)
+    return wrong
+
+
 @cache
 def answers() -> dict:
     """The p99 at 100% and at the opening load, their ratio, and the choices (answer first)."""
@@ -30,7 +45,7 @@ def answers() -> dict:
     low = float(r.ttft_p99_s[lesson.LOADS.index(100)])
     high = float(r.ttft_p99_s[lesson.LOADS.index(r.load_pct)])
     ratio = _nice(high / low)
-    wrong = [f for f in FACTORS if max(f, ratio) / min(f, ratio) >= GAP][:3]
+    wrong = _distractors(ratio, _nice(r.load_pct / 100))
     words = labels()
     choices = [words["choice"].format(ratio=ratio, value=high)]
     choices += [words["choice"].format(ratio=f, value=low * f) for f in wrong]

@@ -19,7 +19,7 @@ import numpy as np
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.anim import animate
-from lessons.kit.figures import axis, bars
+from lessons.kit.figures import axis, bars, category_axis
 from lessons.policies.lesson import QUEUE_SHOWN
 from lessons.policies.readout import Readout
 from lessons.theme import color
@@ -47,7 +47,7 @@ def _policy_bars(r: Readout, title: str, y_title: str, series: list[tuple]) -> d
             "title": {"text": words[title]},
             "height": 380,
             "barmode": "group",
-            "xaxis": axis(words["policy-axis"]),
+            "xaxis": category_axis(words["policy-axis"]),
             "yaxis": axis(words[y_title], rangemode="tozero"),
         },
     }

@@ -181,12 +181,12 @@ def _layout(r: Readout) -> dict:
             "categoryorder": "array",
             "categoryarray": list(STATES[::-1]),
             "range": [-0.6, 2.6],
-            "title": {"text": "state (of each request)"},
+            "title": {"text": "state of each request"},
         },
         "xaxis2": axis(
             "in this step (tokens)", domain=[0, 0.3], anchor="y2", range=[0, max_tokens * 1.45]
         ),
-        "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": "request (name)"}, **cat},
+        "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": "request"}, **cat},
         "xaxis3": axis(
             f"KV blocks held ({r.block_size} tokens each)",
             domain=[0.36, 0.66],
