@@ -97,3 +97,20 @@ def test_progress_is_reported_while_a_run_goes(monkeypatch):
     assert seen and all(n == 3 for _, n in seen)
     done = [d for d, _ in seen]
     assert done == sorted(done) and done[-1] < 3
+
+
+def test_a_tiny_upload_still_draws_its_curves_on_an_axis_with_ticks():
+    """A few requests: each curve starts at 0% and rises, and a log axis whose values span less
+    than a decade gets Plotly's own ticks (a tick per decade would leave it bare)."""
+    p = tool.Params()
+    trace = tool.load(GOOD, "tiny.csv", MML)
+    r = tool.build(trace, p, tool.run_side(p, "a", trace), tool.run_side(p, "b", trace))
+    for key, *_ in figures.METRICS:
+        fig = figures.distribution(r, key)
+        for trace_fig in fig["data"]:
+            assert trace_fig["y"][0] == 0 and trace_fig["y"][-1] == 100
+            assert trace_fig["x"][0] == min(trace_fig["x"])
+        xaxis = fig["layout"]["xaxis"]
+        xs = [x for t in fig["data"] for x in t["x"]]
+        if xaxis.get("type") == "log":
+            assert ("dtick" in xaxis) == (max(xs) >= 10 * min(xs))

@@ -47,12 +47,16 @@ def _follow(page: LessonPage, opening: bool) -> None:
     """A control moved inside the lesson's fragment reruns only the fragment, and the question
     box above it still shows what it drew for the settings before (its skip button, no note that
     the runs differ). When the settings cross into or out of the opening ones, rerun the whole
-    page once so that the box follows. The same crossing is asked for once only, so a box and a
-    fragment that ever disagreed could not rerun for ever."""
+    page once so that the box follows, while the learner is still predicting (afterwards the box
+    has no skip button, and a whole-page rerun on every crossing would double the slider's
+    cost; its note follows at the next full run). The same crossing is asked for once only, so a
+    box and a fragment that ever disagreed could not rerun for ever."""
     drawn = st.session_state.get(_drawn_key(page.prefix))
     asked = f"{page.prefix}-predict-asked"
     if drawn is None or drawn == opening or st.session_state.get(asked) == (drawn, opening):
         return
+    if st.session_state.get(skip_key(page.prefix)) or _answered(page):
+        return  # no skip button to take away or bring back: the note follows at the next run
     st.session_state[asked] = (drawn, opening)
     st.rerun(scope="app")
 

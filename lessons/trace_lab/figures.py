@@ -28,21 +28,26 @@ def _ecdf(values: np.ndarray) -> tuple[list[float], list[float]]:
         return [], []
     share = np.arange(1, v.size + 1) / v.size * 100
     keep = np.unique(np.linspace(0, v.size - 1, min(POINTS, v.size)).round().astype(np.int64))
-    return v[keep].tolist(), share[keep].tolist()
+    # From 0% at the smallest value: a trace of a few requests still draws a rising line.
+    return [float(v[0]), *v[keep].tolist()], [0.0, *share[keep].tolist()]
 
 
 def distribution(r: Readout, key: str) -> dict:
     """The ECDF of one latency for both configurations."""
     _, column, title, unit, log = next(m for m in METRICS if m[0] == key)
-    data = []
+    data, xs = [], []
     for side, role, dash in ((r.a, "config_a", None), (r.b, "config_b", "dash")):
         values = side.requests[column].to_numpy(dtype=np.float64)
         if log:
             values = values[values > 0]
         x, y = _ecdf(values)
+        xs += x
         hover = "%{x:.3g} " + unit + ": %{y:.1f}% of requests<extra>" + side.name + "</extra>"
         data.append(line(x, y, f"{side.name}", role, dash=dash, hovertemplate=hover))
-    x_axis = log_axis(title) if log else axis(title)
+    # A tick per decade only where the values span a decade; a small upload may not, and a log
+    # axis with no decade inside it would have no tick at all.
+    decades = bool(xs) and max(xs) >= 10 * min(xs)
+    x_axis = (log_axis(title) if decades else axis(title, type="log")) if log else axis(title)
     return {
         "data": data,
         "layout": {
