@@ -55,8 +55,6 @@ def _follow(page: LessonPage, opening: bool) -> None:
     asked = f"{page.prefix}-predict-asked"
     if drawn is None or drawn == opening or st.session_state.get(asked) == (drawn, opening):
         return
-    if st.session_state.get(skip_key(page.prefix)) or _answered(page):
-        return  # no skip button to take away or bring back: the note follows at the next run
     st.session_state[asked] = (drawn, opening)
     st.rerun(scope="app")
 
@@ -68,16 +66,15 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
     where the page draws what gives the answers away: a fragment's own rerun sees its new
     controls, and redraws the question box too when they cross into or out of the opening
     ones."""
-    if params is None:
-        opening = _opening(page)
-    else:
-        opening = params == page.params_cls()
+    opening = _opening(page) if params is None else params == page.params_cls()
+    asking = not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
+    if params is not None and asking:  # afterwards the box has no skip button to keep in step
         _follow(page, opening)
-    return opening and not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
+    return opening and asking
 
 
 def _back_to_opening(page: LessonPage) -> None:
-    """on_click of "Back to the run the questions are about": Reset this lesson, and set the
+    """on_click of "Back to the opening run": Reset this lesson, and set the
     settings that follow the learner (GPU, model, ...) to this lesson's opening values."""
     page.reset()
     for name, d in page.declared.items():
