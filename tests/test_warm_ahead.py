@@ -1,5 +1,6 @@
 """Preparing the next settings in the background (ui/warm.py `ahead`, LessonPage.ahead): each
-setting is built once, off when STEPWISE_WARM=0, a failing one stops nothing, and a lesson's
+setting is queued once while it waits or runs and may be prepared again once built (a page's
+cache may have let it go), off when STEPWISE_WARM=0, a failing one stops nothing, and a lesson's
 next slider value comes from the cache its page filled in the background."""
 
 from __future__ import annotations
@@ -19,7 +20,18 @@ def warm_on(monkeypatch):
     monkeypatch.setenv("STEPWISE_WARM", "1")
 
 
-def test_each_setting_is_built_once_in_the_background(warm_on):
+@pytest.fixture
+def held(warm_on):
+    """The worker busy on a job that waits for the returned event: what is queued meanwhile
+    stays queued until the test sets it."""
+    gate = threading.Event()
+    assert warm.ahead(lambda s: gate.wait(10), [("hold", id(gate))]) == 1
+    yield gate
+    gate.set()
+    warm.wait_idle()
+
+
+def test_a_setting_waiting_or_being_built_is_not_queued_twice(held):
     calls, threads = [], set()
 
     def build(s):
@@ -27,16 +39,26 @@ def test_each_setting_is_built_once_in_the_background(warm_on):
         threads.add(threading.current_thread().name)
 
     assert warm.ahead(build, [("a", 1), ("a", 2), ("a", 2)]) == 2
+    assert warm.ahead(build, [("a", 1)]) == 0  # still waiting: not again
+    held.set()
     warm.wait_idle()
     assert sorted(calls) == [("a", 1), ("a", 2)]
     assert threads == {"stepwise-ahead"}
-    assert warm.ahead(build, [("a", 1)]) == 0  # queued before: not again
+
+
+def test_a_built_setting_can_be_prepared_again(warm_on):
+    """Once built, a setting may be asked for again: a plain function runs again."""
+    calls = []
+    assert warm.ahead(calls.append, ["once"]) == 1
     warm.wait_idle()
-    assert len(calls) == 2
+    assert warm.ahead(calls.append, ["once"]) == 1
+    warm.wait_idle()
+    assert calls == ["once", "once"]
 
 
-def test_a_page_rerun_does_not_queue_its_settings_again(warm_on):
-    """A page makes its st.cache_resource wrapper anew on every run; the setting is the same."""
+def test_a_page_rerun_does_not_queue_its_settings_again(held):
+    """A page makes its st.cache_resource wrapper anew on every run; the setting is the same.
+    Asked for again once built, the cache answers and nothing is built twice."""
     import streamlit as st
 
     calls = []
@@ -46,8 +68,31 @@ def test_a_page_rerun_does_not_queue_its_settings_again(warm_on):
 
     assert warm.ahead(st.cache_resource(build), ["again"]) == 1
     assert warm.ahead(st.cache_resource(build), ["again"]) == 0
+    held.set()
+    warm.wait_idle()
+    assert warm.ahead(st.cache_resource(build), ["again"]) == 1
     warm.wait_idle()
     assert calls == ["again"]
+
+
+def test_a_setting_the_cache_let_go_is_built_again(warm_on):
+    """The page's cache keeps a few entries: a neighbour it evicted is prepared anew when the
+    learner comes back near it (it was never prepared again when `ahead` remembered it)."""
+    import streamlit as st
+
+    calls = []
+
+    @st.cache_resource(max_entries=1)
+    def build(s):
+        calls.append(s)
+        return s
+
+    assert warm.ahead(build, ["near"]) == 1
+    warm.wait_idle()
+    build("elsewhere")  # the learner's own run pushes "near" out of the one-entry cache
+    assert warm.ahead(build, ["near"]) == 1
+    warm.wait_idle()
+    assert calls == ["near", "elsewhere", "near"]
 
 
 def test_a_failing_setting_stops_nothing(warm_on):
@@ -71,12 +116,8 @@ def test_nothing_is_prepared_when_warming_is_off(monkeypatch):
     assert calls == []
 
 
-def test_the_queue_is_bounded(warm_on):
-    gate = threading.Event()
-    assert warm.ahead(lambda s: gate.wait(10), ["hold"]) == 1  # the worker waits on this one
+def test_the_queue_is_bounded(held):
     queued = warm.ahead(lambda s: None, [("many", i) for i in range(3 * warm.QUEUE_SIZE)])
-    gate.set()
-    warm.wait_idle()
     assert warm.QUEUE_SIZE - 1 <= queued <= warm.QUEUE_SIZE
 
 

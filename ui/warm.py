@@ -12,7 +12,9 @@ goes first runs five policies over its workload, most of a second on this machin
 learner reads, `ahead` has one more low-priority worker run the values next to the current ones
 through the page's own cached build (`st.cache_resource`), so the next move is usually a cache
 hit. A page that asks for a value being prepared waits for that run (Streamlit's compute lock
-per cached value) instead of running it twice.
+per cached value) instead of running it twice. A setting is skipped only while it waits or runs:
+once built it may be asked for again, which costs a cache lookup while the page's cache holds it,
+and builds it anew after the cache has let it go.
 
 `STEPWISE_WARM=0` turns both off (the tests and the benchmarks do, to measure cold pages; the
 page benchmark also times reruns with `ahead` on).
@@ -31,11 +33,10 @@ from collections.abc import Callable, Hashable, Iterable
 from lessons.course import lessons
 
 QUEUE_SIZE = 8  # settings waiting to be prepared; more are dropped (a learner asks for them)
-SEEN_LIMIT = 4096  # settings remembered as queued, so that none is prepared twice
 
 _log = logging.getLogger(__name__)
 _jobs: queue.Queue[tuple[Callable, Hashable]] = queue.Queue(maxsize=QUEUE_SIZE)
-_seen: set[tuple[Callable, Hashable]] = set()  # (the function a cache wraps, setting)
+_pending: set[tuple[Callable, Hashable]] = set()  # (wrapped function, setting) queued or running
 _lock = threading.Lock()
 _worker: threading.Thread | None = None
 
@@ -83,31 +84,33 @@ def start() -> bool:
 
 
 def ahead(build: Callable[[Hashable], object], settings: Iterable[Hashable]) -> int:
-    """Queue `build(s)` for each of `settings` not queued before (unless STEPWISE_WARM=0) and
-    return how many were queued. `build` is a cached function: its own cache keeps the result."""
+    """Queue `build(s)` for each of `settings` not already waiting or being built (unless
+    STEPWISE_WARM=0) and return how many were queued. `build` is a cached function: its own
+    cache keeps the result."""
     if not enabled():
         return 0
     global _worker
     queued = 0
-    # A page makes its cached function anew on every run: what it wraps is the same function.
-    same = getattr(build, "__wrapped__", build)
     with _lock:
         for s in settings:
-            key = (same, s)
-            if key in _seen:
+            key = _key(build, s)
+            if key in _pending:
                 continue
             try:
                 _jobs.put_nowait((build, s))
             except queue.Full:
                 break
-            if len(_seen) >= SEEN_LIMIT:
-                _seen.clear()
-            _seen.add(key)
+            _pending.add(key)
             queued += 1
         if queued and (_worker is None or not _worker.is_alive()):
             _worker = threading.Thread(target=_prepare, name="stepwise-ahead", daemon=True)
             _worker.start()
     return queued
+
+
+def _key(build: Callable, s: Hashable) -> tuple[Callable, Hashable]:
+    # A page makes its cached function anew on every run: what it wraps is the same function.
+    return getattr(build, "__wrapped__", build), s
 
 
 def _prepare() -> None:
@@ -119,6 +122,8 @@ def _prepare() -> None:
         except Exception:  # a bad setting is reported by its page when a learner asks for it
             _log.debug("preparing %r failed", s, exc_info=True)
         finally:
+            with _lock:
+                _pending.discard(_key(build, s))
             _jobs.task_done()
 
 
