@@ -9,7 +9,10 @@ list behind the decodes, the budget left in each later step, until its last chun
 token; only then can the next request be admitted (with what budget that step has left), so at
 most one prompt is part-way at any step's end. `Admits` keeps, per admission, the step it is
 admitted in (`t`) and the step it samples its first token in (`s`, the same unless chunked), and
-for each chunked one its chunk sizes from `t` to `s`.
+for each chunked one its chunk sizes from `t` to `s`; also the tokens it computes when admitted and
+the outputs it had (`nt`, `out`: prompt and nothing, or for a resumed request prompt plus its
+outputs), and, for one preempted later in the same window, that step (`pre`). Requests running
+when the window starts and preempted inside it are kept apart (`cut_running`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import numpy as np
 
 from sim.kv import cdiv
 
+NEVER = np.iinfo(np.int64).max // 4  # `pre` of a request not preempted inside the window
+
 
 @dataclass
 class Admits:
-    """A plan's admissions in order (see the module docstring)."""
+    """A plan's admissions in order, and its preemptions (see the module docstring)."""
 
     ids: list = field(default_factory=list)
     t: list = field(default_factory=list)  # admitted (first scheduled) in this step
@@ -31,20 +36,52 @@ class Admits:
     # window's end (so `s >= m` marks it part-way at a cut of m steps)
     s: list = field(default_factory=list)
     spans: list = field(default_factory=list)  # (index into ids, chunk tokens on steps t .. s)
+    nt: list = field(default_factory=list)  # tokens it computes from its admission on
+    out: list = field(default_factory=list)  # outputs it had when admitted
+    pre: list = field(default_factory=list)  # the step it is preempted in, or NEVER
+    # requests running at the window's start and preempted inside it: their index in the
+    # running list, the step, their last decode step had they not been, and their computed
+    # tokens at that step
+    cut: list = field(default_factory=list)
 
     @classmethod
-    def whole(cls, ids: np.ndarray, t: np.ndarray) -> Admits:
+    def whole(cls, ids: np.ndarray, t: np.ndarray, nt: np.ndarray, out: np.ndarray) -> Admits:
         """Admissions that each take their whole prompt in their admission step."""
-        return cls(ids, t, t, [])
+        return cls(ids, t, t, [], nt, out, np.full(ids.shape[0], NEVER, dtype=np.int64))
 
-    def add(self, r: int, t: int, s: int, chunks: np.ndarray | None = None) -> None:
+    def add(
+        self, r: int, t: int, s: int, chunks: np.ndarray | None = None, nt: int = 0, out: int = 0
+    ) -> None:
         """Request r admitted at step t, first token at step s; `chunks`: its chunk sizes on
-        steps t, t + 1, ... (None: its whole prompt at t = s)."""
+        steps t, t + 1, ... (None: its whole prompt at t = s); `nt` tokens to compute, `out`
+        outputs it had."""
         if chunks is not None:
             self.spans.append((len(self.ids), chunks))
         self.ids.append(r)
         self.t.append(t)
         self.s.append(s)
+        self.nt.append(nt)
+        self.out.append(out)
+        self.pre.append(NEVER)
+
+    def cut_running(self, i: np.ndarray, t: int, last: np.ndarray, comp: np.ndarray) -> None:
+        """Running requests i (indices into the window's running list) preempted in step t."""
+        rows = zip(i.tolist(), [t] * i.shape[0], last.tolist(), comp.tolist(), strict=True)
+        self.cut.extend(rows)
+
+    def cuts(self) -> tuple[np.ndarray, ...]:
+        """(index, step, last decode step had it not been, computed tokens then) of the running
+        requests preempted inside the window, as arrays."""
+        a = np.asarray(self.cut, dtype=np.int64).reshape(-1, 4)
+        return a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+
+    def state(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(nt, out, pre) of the first n admissions, as arrays."""
+        return (
+            np.asarray(self.nt[:n], dtype=np.int64),
+            np.asarray(self.out[:n], dtype=np.int64),
+            np.asarray(self.pre[:n], dtype=np.int64),
+        )
 
     def __len__(self) -> int:
         return len(self.ids)

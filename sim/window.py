@@ -14,10 +14,14 @@ cumulative sum per residue modulo block_size), admissions' tokens and blocks, bl
 finishes, free blocks (one cumulative sum). The steps where nothing changes cost nothing; each
 admission is one event: a vectorized search for its first admissible step over the remaining
 steps (max_num_seqs, budget, full-sequence KV check and watermark, against the free blocks left
-after that step's decode allocations), then slice updates. The window is cut before the first
-step where the story breaks (a running request short of blocks, i.e. a preemption; a prompt
-capped by long_prefill_token_threshold); the general step code does that step. A window may end
-with its last admission part-way through its prompt; single steps finish it. So each window is exact
+after that step's decode allocations), then slice updates. A step where the running requests are
+short of blocks is a preemption: under FCFS (synchronous, no long-prefill threshold, open loop)
+the window plans it too when every running request decodes in it (sim/victims.py: the shortest
+tail of the running list goes to the queue's head, nothing is admitted that step, and the
+victims come back later as prompts of all their tokens). Otherwise the window is cut before the
+first step where the story breaks (such a preemption; a prompt capped by
+long_prefill_token_threshold); the general step code does that step. A window may end with its
+last admission part-way through its prompt; single steps finish it. So each window is exact
 step for step. (Prefix caching keeps the shorter quiet runs in scheduler.py: its block pool is
 order dependent.)
 
@@ -35,10 +39,11 @@ import bisect
 
 import numpy as np
 
-from sim.admits import Admits, chunk_plan, prompt_steps
+from sim.admits import NEVER, Admits, chunk_plan, prompt_steps
 from sim.kv import cdiv
 from sim.landing import landings
 from sim.run import StepDetail
+from sim.victims import tail_victims, withdraw
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 # Rounds of a timed window's landing-step iteration. Each round fixes at least the first arrival
@@ -136,7 +141,7 @@ class WindowMixin:
         first = comp0 % self.bs == 0
         if decoding is not None:
             first &= decoding
-        if n0 and int(np.count_nonzero(first)) > self.free:
+        if n0 and int(np.count_nonzero(first)) > self.free and not self._plans_victims():
             return 0  # the first step's decodes run short of blocks: a preemption step
         if self.timed and self.closed is not None:
             m = self._closed_window(T, R, comp0)  # sim/closed_loop.py
@@ -256,13 +261,23 @@ class WindowMixin:
                 stop = min(stop, int(np.searchsorted(starts, deadline, side="left")))
                 if stop <= 0:
                     return 0
+            # FCFS and only requests already waiting admitted: the arrivals join the queue
+            # behind them whatever their steps, so the plan holds with the true landings
+            hold = behind and len(admits) < queued
+            if checked and not hold:
+                # the queue runs dry: until the last request waiting now is admitted, no
+                # arrival can be (the victims of preemptions join at the head), so the steps
+                # before that one hold whatever the arrivals' steps
+                ids = np.asarray(admits.ids, dtype=np.int64)
+                hit = np.flatnonzero(ids == self.waiting[queued - 1])
+                dry = int(admits.t[hit[0]]) if hit.size else 0
+                if 0 < dry < stop:
+                    stop, hold = dry, True
             landing = np.searchsorted(starts, arr_s, side="left")  # first step starting >= it
             n_a = int(np.searchsorted(landing, stop, side="left"))
-            if behind and len(admits) < queued:
-                # FCFS and only requests already waiting admitted: the arrivals join the queue
-                # behind them whatever their steps, so the plan holds with the true landings
+            if hold:
                 guess, n_g = landing[:n_a], n_a
-            elif checked:  # the queue runs dry: plan again with the arrivals surely let in
+            elif checked:  # it runs dry at once: plan again with the arrivals surely let in
                 return self._timed_window(T, R, comp0, check=False)
             n_g = int(np.searchsorted(guess, stop, side="left"))  # guessed inside this plan
             n = min(n_a, n_g)
@@ -291,6 +306,17 @@ class WindowMixin:
         self.avg_step_ms = float(ms[:m].mean())
         return self._apply_window(
             m, arrays, R, comp0, fin0, arr_ids[:n_g], guess, starts[:m], ms[:m], checked
+        )
+
+    def _plans_victims(self) -> bool:
+        """Whether a window plans preemptions itself (sim/victims.py): FCFS, synchronous, no
+        long-prefill threshold, open loop, no gateway timeout; else it ends before them."""
+        return (
+            self.policy.name == "fcfs"
+            and not self.lag
+            and self.thr == 0
+            and self.closed is None
+            and self.timeout_s is None
         )
 
     def _pricer(self):
@@ -380,6 +406,9 @@ class WindowMixin:
         if running is None:
             running = self._running_part(T, R, comp0)
         fin0, final0, run_cnt, dec_need, freed, ling = running
+        victims = self._plans_victims() and not closed
+        adm_fin: list[int] = []  # each admission's last decode step (for victims)
+        over: dict[int, tuple[int, int]] = {}  # a victim's (num_tokens, num_output) then
         fcfs_like = self.policy.name == "fcfs" or bool(np.all(np.diff(arr_t) > 0))
         # closed loop: finishing steps whose release lands inside the window (a heap), how many
         # requests are still to send, how many the window sent
@@ -391,7 +420,9 @@ class WindowMixin:
             if res is not None:
                 stop, adm_ids, adm_t, busy, all_in = res
                 everyone = all_in and ptr + arr_ids.shape[0] == self.n
-                admits = Admits.whole(adm_ids, adm_t)
+                admits = Admits.whole(
+                    adm_ids, adm_t, self.num_tokens[adm_ids], self.num_output[adm_ids]
+                )
                 return self._plan_end(stop, admits, busy, fin0, final0, everyone)
         # Per step, before this window's admissions: requests already running (busy), budget
         # left after their decodes (left) and free blocks left after their allocations (avail).
@@ -412,6 +443,45 @@ class WindowMixin:
             return lo + j if hi > lo and bad[j] else hi
 
         limit = first_bad(0, T)
+
+        def preempt(t: int) -> bool:
+            """Plan step t's preemptions if every running request decodes in it (else the
+            general step decides): the victims leave the plan's arrays and go to the queue's
+            head; nothing is admitted in step t."""
+            nonlocal fin0, queue, limit, t_prev
+            if not (victims and t < T and avail[t] < 0):
+                return False
+            r_i = np.flatnonzero(fin0 >= t)  # running at t, in running order
+            n_a = len(admits)
+            tj = np.asarray(admits.t, dtype=np.int64)
+            sj = np.asarray(admits.s, dtype=np.int64)
+            j_i = np.flatnonzero((tj < t) & (np.asarray(adm_fin, dtype=np.int64) >= t))
+            if n_a and (sj[j_i] >= t).any():
+                return False  # a prompt part-way at t
+            nt_j = np.asarray(admits.nt, dtype=np.int64)[j_i]
+            comp = np.concatenate((comp0[r_i] + t, nt_j + (t - sj[j_i] - 1)))
+            k = tail_victims(int(avail[t]), comp % bs == 0, cdiv(comp, bs))
+            n_r = r_i.shape[0]
+            vj = j_i[max(0, j_i.shape[0] - k) :]  # the tail: admissions, then running ones
+            vr = r_i[n_r - (k - vj.shape[0]) :]
+            c_r, c_j = comp[n_r - vr.shape[0] : n_r], comp[comp.shape[0] - vj.shape[0] :]
+            last = np.concatenate((fin0[vr], np.asarray(adm_fin, dtype=np.int64)[vj]))
+            withdraw(busy, left, avail, t, last, np.concatenate((c_r, c_j)), bs)
+            if vr.shape[0]:
+                admits.cut_running(vr, t, fin0[vr], c_r)
+                fin0 = fin0.copy()
+                fin0[vr] = t - 1
+                for r, c in zip(R[vr].tolist(), c_r.tolist(), strict=True):
+                    over[r] = (c + 1, int(self.num_output[r]) + t)
+            for j, c in zip(vj.tolist(), c_j.tolist(), strict=True):
+                adm_fin[j] = t - 1
+                admits.pre[j] = t
+                over[admits.ids[j]] = (c + 1, admits.out[j] + t - admits.s[j])
+            gone = np.concatenate((R[vr], np.asarray(admits.ids, dtype=np.int64)[vj]))
+            queue = np.concatenate((gone, queue))  # FCFS: at the head, in running order
+            t_prev = t + 1
+            limit = first_bad(t + 1, T)
+            return True
 
         # ---------------- admissions, one event each
         queue = self.waiting
@@ -441,15 +511,19 @@ class WindowMixin:
                 if fins and sent < to_send:
                     t_next_arr = min(t_next_arr, fins[0] + 1)
             if t_prev >= limit:
+                if preempt(limit):
+                    continue
                 break
             if queue.shape[0] == 0:
                 if t_next_arr >= limit:
+                    if preempt(limit):
+                        continue
                     break
                 t_prev = t_next_arr
                 continue
             h = int(queue[0])
             hi = min(limit, t_next_arr)
-            nt = int(self.num_tokens[h])
+            nt, out_h = over.get(h) or (int(self.num_tokens[h]), int(self.num_output[h]))
             blk = int(-(-nt // bs))
             b_sl = busy[t_prev:hi]
             l_sl = left[t_prev:hi]
@@ -471,6 +545,8 @@ class WindowMixin:
                     limit = t_prev + int(np.argmax(idle))
                     break
                 if t_next_arr >= limit:
+                    if preempt(limit):
+                        continue
                     break
                 t_prev = t_next_arr
                 continue
@@ -498,22 +574,24 @@ class WindowMixin:
                     # update, nothing is admitted after it)
                     busy[t_h : t_h + n_c] += 1
                     avail[t_h : t_h + n_c] -= held
-                    admits.add(h, t_h, t_h + n_c, chunks)
+                    admits.add(h, t_h, t_h + n_c, chunks, nt, out_h)
+                    adm_fin.append(NEVER)
                     limit = t_h + n_c
                     break
                 t_s = t_h + n_c - 1
                 busy[t_h:t_s] += 1
                 left[t_h:t_s] -= chunks[:-1]
                 avail[t_h:t_s] -= held[:-1]
-                admits.add(h, t_h, t_s, chunks)
+                admits.add(h, t_h, t_s, chunks, nt, out_h)
                 left[t_s] -= chunks[-1]
             else:
                 # its whole num_tokens at t_h: it samples, then decodes from t_h + 1
-                admits.add(h, t_h, t_h)
+                admits.add(h, t_h, t_h, None, nt, out_h)
                 left[t_s] -= nt
             busy[t_s] += 1
             avail[t_s] -= blk
-            rem = int(min(self.max_out[h] - self.num_output[h], self.mml - nt))
+            rem = int(min(self.max_out[h] - out_h, self.mml - nt))
+            adm_fin.append(t_s + rem - 1)
             fin = min(t_s + rem - 1, T - 1)
             if fin > t_s:
                 busy[t_s + 1 : fin + 1] += 1
@@ -545,11 +623,9 @@ class WindowMixin:
             if len(admits):
                 h_arr = np.asarray(admits.ids)
                 t_arr = np.asarray(admits.s)
-                rem_h = np.minimum(
-                    self.max_out[h_arr] - self.num_output[h_arr],
-                    self.mml - self.num_tokens[h_arr],
-                )
-                fins.append(int((t_arr + rem_h - 1).max()))
+                nt, out, pre = admits.state(len(admits))
+                rem_h = np.minimum(self.max_out[h_arr] - out, self.mml - nt)
+                fins.append(int(np.minimum(t_arr + rem_h - 1, pre - 1).max()))
             stop = min(stop, max(fins) + 1 + self.lag)  # async: one output later (g1)
         if self.timed and stop > 0:
             idle = busy[:stop] == 0
@@ -615,11 +691,16 @@ class WindowMixin:
         prices: the same integers as `_window_arrays`, from the running requests' per-step
         count and KV read (`_running_kv_read`, the same for every plan) plus the admissions'."""
         J, tj, sj, spans = admits.upto(m)
-        ntj = self.num_tokens[J]
-        finj = sj + np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj) - 1
-        cnt, kv = _decoding(sj + 1, finj, ntj, m)  # decodes on steps sj + 1 .. finj
+        ntj, outj, prej = admits.state(J.shape[0])
+        finj = sj + np.minimum(self.max_out[J] - outj, self.mml - ntj) - 1
+        cnt, kv = _decoding(sj + 1, np.minimum(finj, prej - 1), ntj, m)  # decodes sj + 1 ..
         run_cnt = run_cnt_r[:m] + cnt
         kv_read = kv_r[:m] + kv
+        if admits.cut:  # running requests preempted in the window: no decodes from then on
+            _, pre, last, comp = admits.cuts()
+            cnt, kv = _decoding(pre, last, comp, m)
+            run_cnt = run_cnt - cnt
+            kv_read = kv_read - kv
         pre = prompt_steps(m, tj, sj, ntj, spans, self.bs)
         attn = kv_read + run_cnt + pre["attn"]
         return run_cnt + pre["tok"], run_cnt + pre["cnt"], kv_read + pre["kv"], attn
@@ -629,20 +710,31 @@ class WindowMixin:
         bs = self.bs
         n0 = R.shape[0]
         J, tj, sj, spans = admits.upto(m)
-        ntj = self.num_tokens[J]
-        remj = np.minimum(self.max_out[J] - self.num_output[J], self.mml - ntj)
-        finj = sj + remj - 1
+        ntj, outj, prej = admits.state(J.shape[0])
+        remj = np.minimum(self.max_out[J] - outj, self.mml - ntj)
+        # preempted inside the first m steps (sim/victims.py): its last decode is in the step
+        # before, and all its blocks are freed in that step
+        finj = np.where(prej < m, prej - 1, sj + remj - 1)
+        when = np.full(n0, NEVER, dtype=np.int64)
+        if admits.cut:
+            i, p, last, _ = admits.cuts()
+            fin0 = fin0.copy()
+            fin0[i] = np.where(p < m, p - 1, last)
+            when[i] = p
+        when = np.concatenate((when, prej))
+        vict = when < m
         zeros = np.zeros(n0, dtype=np.int64)
         a = np.concatenate((zeros, sj + 1))  # first decode step
         fin = np.concatenate((fin0, finj))
         base = np.concatenate((comp0, ntj))  # computed before step a
         final = np.concatenate((final0, cdiv(ntj + finj - sj, bs)))
+        lost = base + when - a  # computed tokens when preempted (of the victims)
         dec = a <= fin
         run_cnt, kv_dec = _decoding(a, fin, base, m)
         pre = prompt_steps(m, tj, sj, ntj, spans, bs)
         dec_need = _boundary_counts(a[dec], fin[dec], base[dec], bs, m)
         out = fin + self.lag  # the step whose output processing frees it (async: one later)
-        inw = out < m
+        inw = (out < m) & ~vict
         freed = np.bincount(out[inw], weights=final[inw], minlength=m)[:m].astype(np.int64)
         num_fin = np.bincount(out[inw], minlength=m)[:m]
         ling = num_fin if self.lag else 0  # finished but still in `running` (async)
@@ -651,6 +743,11 @@ class WindowMixin:
             - np.cumsum(dec_need + pre["blk"])
             + np.concatenate(([0], np.cumsum(freed)[:-1]))
         )
+        num_pre = np.zeros(m, dtype=np.int64)
+        if vict.any():
+            num_pre = np.bincount(when[vict], minlength=m)[:m]
+            back = np.bincount(when[vict], weights=cdiv(lost[vict], bs), minlength=m)[:m]
+            free_after_sched = free_after_sched + np.cumsum(back).astype(np.int64)
         kv_used_sched = self.usable - free_after_sched
         return {
             "J": J,
@@ -658,7 +755,12 @@ class WindowMixin:
             "sj": sj,
             "spans": spans,
             "ntj": ntj,
+            "outj": outj,
             "finj": finj,
+            "vict": vict,
+            "when": when,
+            "lost": lost,
+            "num_pre": num_pre,
             "ids": np.concatenate((R, J)),
             "s": np.concatenate((zeros, sj)),  # first sampling step
             "fin": fin,
@@ -705,7 +807,14 @@ class WindowMixin:
             self.ph[R] = in_flight
         ft = self.first_token[R]
         self.first_token[R] = np.where((ft == 0) & (adv > 0), k0, ft)
+        vict, when = arrays["vict"], arrays["when"]
         resumed = self.num_preemptions[J] > 0
+        n_vict = int(np.count_nonzero(vict))
+        if n_vict:  # a request preempted earlier in the window comes back as resumed
+            gone = ids[vict]
+            resumed |= ((J[:, None] == gone[None, :]) & (when[vict][None, :] < tj[:, None])).any(
+                axis=1
+            )
         if nJ:
             # one admitted last may be part-way through its prompt (sim/admits.py): no token yet
             part = sj >= m
@@ -716,18 +825,35 @@ class WindowMixin:
             advj = np.where(part, 0, np.minimum(finj, m - 1) - sj)  # decodes after the first
             in_flight_j = ((finj >= m - 1) & ~part).astype(np.int64) if lag else 0
             got = np.where(part, 0, advj + 1 - in_flight_j)  # outputs processed
-            self.status[J] = 2
-            fs_j = self.first_sched[J]
-            self.first_sched[J] = np.where(fs_j == 0, k0 + tj, fs_j)
-            ft = self.first_token[J]
-            self.first_token[J] = np.where((ft == 0) & ~part, k0 + sj, ft)
-            self.computed[J] = computed_j + advj
-            self.num_output[J] += got
-            self.num_tokens[J] = ntj + got
-            self.blocks[J] = cdiv(computed_j + advj, bs)
+            # a request admitted twice (preempted in between): its first admission sets its
+            # first steps, its last one its state
+            first = last = slice(None)
+            if n_vict and np.unique(J).shape[0] < nJ:
+                _, first = np.unique(J, return_index=True)
+                _, back = np.unique(J[::-1], return_index=True)
+                last = nJ - 1 - back
+            Jf, Jl = J[first], J[last]
+            fs_j = self.first_sched[Jf]
+            self.first_sched[Jf] = np.where(fs_j == 0, k0 + tj[first], fs_j)
+            ft = self.first_token[Jf]
+            self.first_token[Jf] = np.where((ft == 0) & ~part[first], k0 + sj[first], ft)
+            self.status[Jl] = 2
+            self.computed[Jl] = (computed_j + advj)[last]
+            self.num_output[Jl] = (arrays["outj"] + got)[last]
+            self.num_tokens[Jl] = (ntj + got)[last]
+            self.blocks[Jl] = cdiv(computed_j + advj, bs)[last]
             if lag:
                 self.ph[J] = in_flight_j
-        done = fin + lag < m
+        if n_vict:  # preempted in the window (sim/victims.py): waiting, if not admitted since
+            v = np.flatnonzero(vict)
+            np.add.at(self.num_preemptions, ids[v], 1)
+            np.add.at(self.recomputed, ids[v], arrays["lost"][v])
+            later = (ids[v][:, None] == ids[None, :]) & (v[:, None] < np.arange(ids.shape[0]))
+            v = v[~later.any(axis=1)]
+            self.status[ids[v]] = 1
+            self.computed[ids[v]] = 0
+            self.blocks[ids[v]] = 0
+        done = (fin + lag < m) & ~vict
         fin_ids = ids[done]
         if fin_ids.shape[0]:
             self.status[fin_ids] = 3
@@ -749,7 +875,8 @@ class WindowMixin:
             self.status[arr_ids[self.status[arr_ids] == 0]] = 1
         arrived_by = np.cumsum(np.bincount(arr_t[:n_arrived], minlength=m)[:m])
         waiting = self.waiting.shape[0] + arrived_by - np.cumsum(arrays["adm_cnt"])
-        self.running = ids[~done]
+        waiting = waiting + np.cumsum(arrays["num_pre"])
+        self.running = ids[~done & ~vict]
         if lag:
             self.pending = ids[(s <= m - 1) & (fin >= m - 1)]
         self.free = self.usable - int(kv_used[-1])
@@ -762,14 +889,14 @@ class WindowMixin:
                 arrays["num_running"],
                 waiting,
                 kv_used,
-                np.zeros(m, dtype=np.int64),
+                arrays["num_pre"],
                 arrays["num_fin"],
             ),
             axis=1,
         ).astype(np.int64)
         self.log.add_block(block, starts, ms)
         self.step = k0 + m - 1
-        if self.detail is not None or n_arrived or nJ:
+        if self.detail is not None or n_arrived or nJ or n_vict:
             self._window_queue_and_detail(
                 m,
                 k0,
@@ -786,6 +913,8 @@ class WindowMixin:
                 arr_t[:n_arrived],
                 kv_used_sched,
                 kv_used,
+                vict,
+                when,
             )
         return m
 
@@ -805,16 +934,41 @@ class WindowMixin:
         return kept
 
     def _window_queue_and_detail(
-        self, m, k0, queue, ids, s, fin, tj, J, ntj, spans, resumed, arr_ids, arr_t, used_s, used
+        self,
+        m,
+        k0,
+        queue,
+        ids,
+        s,
+        fin,
+        tj,
+        J,
+        ntj,
+        spans,
+        resumed,
+        arr_ids,
+        arr_t,
+        used_s,
+        used,
+        vict,
+        when,
     ) -> None:
         """The waiting queue after the window (and, if recorded, each step's detail). Queue
         updates are per admission/arrival event; the per-step detail loop runs only when
-        detail is recorded (small runs)."""
+        detail is recorded (small runs). `vict`, `when`: which of `ids` are preempted in the
+        window, and in which step; FCFS puts each step's at the head, in running order."""
         admitted_set = J
+        gone, when = ids[vict], when[vict]
         if self.detail is None:
             q = self.policy.enqueue(queue, arr_ids) if arr_ids.shape[0] else queue
             if admitted_set.shape[0]:
                 q = q[self.status[q] == 1]  # admitted ones are running (or finished) now
+            if gone.shape[0]:  # still waiting: the latest preempted first
+                back = gone[np.lexsort((np.arange(gone.shape[0]), -when))]
+                back = back[self.status[back] == 1]
+                _, first = np.unique(back, return_index=True)
+                back = back[np.sort(first)]
+                q = np.concatenate((back, q[~np.isin(q, back)]))
             self.waiting = q
             return
         n0 = ids.shape[0] - J.shape[0]
@@ -839,6 +993,9 @@ class WindowMixin:
             joining = is_j & (adm_step == t)
             if joining.any():
                 q = q[~np.isin(q, ids[joining])]
+            preempted = gone[when == t]
+            if preempted.shape[0]:
+                q = np.concatenate((preempted, q))
             sampled_mask = (s <= t) & (fin >= t)
             toks = np.where(is_j & (s == t), ntok, 1)
             active = sampled_mask.copy()
@@ -854,9 +1011,9 @@ class WindowMixin:
                     scheduled_tokens=toks[active],
                     new=ids[joining & ~res],
                     resumed=ids[joining & res],
-                    preempted=_EMPTY,
+                    preempted=preempted[::-1],  # in the order they were taken
                     sampled=ids[sampled_mask],
-                    finished=ids[fin + lag == t],
+                    finished=ids[(fin + lag == t) & ~vict],
                     running=ids[(entered <= t) & (fin >= t - lag)],
                     waiting=q,
                     kv_blocks_used_after_schedule=int(used_s[t]),
