@@ -50,6 +50,11 @@ def admit_in_order(
     admitted, the reason code of all the others, ADMITTED if there are none)."""
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     m = prompt.shape[0]
+    if m == 1:  # one arrival: the rule itself
+        code = check_admission(
+            num_unfinished, num_queued_tokens, max_num_queued_reqs, max_num_queued_tokens
+        )
+        return int(code == ADMITTED), code
     ahead = np.arange(m, dtype=np.int64)  # arrivals admitted before this one, if all were
     ok = np.ones(m, dtype=bool)
     if max_num_queued_reqs is not None:

@@ -321,29 +321,47 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         kept = [part[: self._admit_part(part, seen)] for part, seen in parts if part.shape[0]]
         return np.concatenate(kept) if kept else _EMPTY
 
-    def _admit_part(self, part: np.ndarray, seen: int) -> int:
+    def _admit_part(self, part: np.ndarray, seen: int, outputs=None) -> int:
         """Check the arrivals `part` (one state: the outputs of steps 1..seen) against the
         limits, count the admitted ones in and record why the others are refused; returns how
-        many of the first are admitted (sim/window.py's checked windows call it too)."""
-        taken, reason = self._check_admission(part, seen)
+        many of the first are admitted (sim/window.py's checked windows call it too, with
+        `outputs`: the finishes and first tokens by step, `_outputs_by_step`)."""
+        taken, reason = self._check_admission(part, seen, outputs)
         self.rejected[part[taken:]] = reason
         self.num_rejected += part.shape[0] - taken
         self.num_admitted += taken
         self.admitted_prompt += int(self.prompt[part[:taken]].sum())
         return taken
 
-    def _check_admission(self, ids: np.ndarray, seen: int) -> tuple[int, int]:
+    def _check_admission(self, ids: np.ndarray, seen: int, outputs=None) -> tuple[int, int]:
         """`admit_in_order` for the arrivals `ids` against the outputs of steps 1..seen: the
         requests let in and not finished by then, the prompts without a first token."""
-        done = int(np.count_nonzero((self.finish > 0) & (self.finish <= seen)))
-        first = (self.first_token > 0) & (self.first_token <= seen)
+        if outputs is None:
+            done = int(np.count_nonzero((self.finish > 0) & (self.finish <= seen)))
+            first = (self.first_token > 0) & (self.first_token <= seen)
+            first_prompt = int(self.prompt[first].sum())
+        else:
+            fin, ft, cum = outputs
+            done = int(np.searchsorted(fin, seen, side="right"))
+            first_prompt = int(cum[np.searchsorted(ft, seen, side="right")])
         return admit_in_order(
             self.prompt[ids],
             self.num_admitted - done,
-            self.admitted_prompt - int(self.prompt[first].sum()),
+            self.admitted_prompt - first_prompt,
             self.cfg.max_num_queued_reqs,
             self.cfg.max_num_queued_tokens,
         )
+
+    def _outputs_by_step(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The finish steps in order, the first-token steps in order and the prompt tokens of
+        the requests with a first token by then (a cumulative sum, 0 first): what
+        `_check_admission` reads, for many checks against one state."""
+        fin = np.sort(self.finish[self.finish > 0])
+        has = np.flatnonzero(self.first_token > 0)
+        order = np.argsort(self.first_token[has], kind="stable")
+        ft = self.first_token[has][order]
+        cum = np.concatenate(([0], np.cumsum(self.prompt[has][order])))
+        return fin, ft, cum
 
     def _surely_admitted(self, ptr: int, count: int) -> int:
         """How many of the `count` arrivals from position `ptr` of the arrival order vLLM's

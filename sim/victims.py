@@ -44,8 +44,10 @@ def withdraw(
     allocation, cdiv(comp[i] + 1 + (step - t), bs) (`avail`); comp: its computed tokens at t."""
     T = busy.shape[0]
     span = np.minimum(last, T - 1) - t + 1  # steps taken back per victim (>= 1)
-    d = np.arange(T - t, dtype=np.int64)
+    d = np.arange(int(span.max()), dtype=np.int64)
     on = d[None, :] < span[:, None]
-    busy[t:] -= on.sum(axis=0)
-    left[t:] += on.sum(axis=0)
-    avail[t:] += np.where(on, cdiv(comp[:, None] + 1 + d[None, :], bs), 0).sum(axis=0)
+    count = on.sum(axis=0)
+    end = t + d.shape[0]
+    busy[t:end] -= count
+    left[t:end] += count
+    avail[t:end] += np.where(on, cdiv(comp[:, None] + 1 + d[None, :], bs), 0).sum(axis=0)

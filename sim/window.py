@@ -85,7 +85,7 @@ def _step_major(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.nda
     rows = np.repeat(np.arange(n, dtype=np.int64), lens)
     offset = np.cumsum(lens) - lens
     keys = (first[rows] + np.arange(total, dtype=np.int64) - offset[rows]) * n + rows
-    keys.sort()
+    keys.sort(kind="stable")  # runs of consecutive steps: merged, not sorted afresh
     steps = keys // n
     return steps, keys - steps * n
 
@@ -410,6 +410,9 @@ class WindowMixin:
         adm_fin: list[int] = []  # each admission's last decode step (for victims)
         over: dict[int, tuple[int, int]] = {}  # a victim's (num_tokens, num_output) then
         fcfs_like = self.policy.name == "fcfs" or bool(np.all(np.diff(arr_t) > 0))
+        # arrivals join the queue's tail (and the threshold's lone-request rule does not count
+        # the queue)
+        behind = self.policy.name == "fcfs" and not closed and self.thr == 0
         # closed loop: finishing steps whose release lands inside the window (a heap), how many
         # requests are still to send, how many the window sent
         fins = sorted(fin0[(fin0 >= 0) & (fin0 < T - 1)].tolist()) if closed else []
@@ -443,23 +446,27 @@ class WindowMixin:
             return lo + j if hi > lo and bad[j] else hi
 
         limit = first_bad(0, T)
+        lo = 0  # the admissions before it have finished (or been preempted) by now
 
         def preempt(t: int) -> bool:
             """Plan step t's preemptions if every running request decodes in it (else the
             general step decides): the victims leave the plan's arrays and go to the queue's
             head; nothing is admitted in step t."""
-            nonlocal fin0, queue, limit, t_prev
+            nonlocal fin0, queue, limit, t_prev, lo
             if not (victims and t < T and avail[t] < 0):
                 return False
             r_i = np.flatnonzero(fin0 >= t)  # running at t, in running order
-            n_a = len(admits)
-            tj = np.asarray(admits.t, dtype=np.int64)
-            sj = np.asarray(admits.s, dtype=np.int64)
-            j_i = np.flatnonzero((tj < t) & (np.asarray(adm_fin, dtype=np.int64) >= t))
-            if n_a and (sj[j_i] >= t).any():
+            while lo < len(adm_fin) and adm_fin[lo] < t:  # admissions before lo are done
+                lo += 1
+            tj = np.asarray(admits.t[lo:], dtype=np.int64)
+            sj = np.asarray(admits.s[lo:], dtype=np.int64)
+            j_i = np.flatnonzero((tj < t) & (np.asarray(adm_fin[lo:], dtype=np.int64) >= t))
+            if (sj[j_i] >= t).any():
                 return False  # a prompt part-way at t
-            nt_j = np.asarray(admits.nt, dtype=np.int64)[j_i]
-            comp = np.concatenate((comp0[r_i] + t, nt_j + (t - sj[j_i] - 1)))
+            nt_j = np.asarray(admits.nt[lo:], dtype=np.int64)[j_i]
+            sj = sj[j_i]
+            j_i = j_i + lo
+            comp = np.concatenate((comp0[r_i] + t, nt_j + (t - sj - 1)))
             k = tail_victims(int(avail[t]), comp % bs == 0, cdiv(comp, bs))
             n_r = r_i.shape[0]
             vj = j_i[max(0, j_i.shape[0] - k) :]  # the tail: admissions, then running ones
@@ -522,7 +529,9 @@ class WindowMixin:
                 t_prev = t_next_arr
                 continue
             h = int(queue[0])
-            hi = min(limit, t_next_arr)
+            # FCFS: the arrivals join behind the head, so its first fit does not depend on
+            # them; other policies may put an arrival first
+            hi = limit if behind else min(limit, t_next_arr)
             nt, out_h = over.get(h) or (int(self.num_tokens[h]), int(self.num_output[h]))
             blk = int(-(-nt // bs))
             b_sl = busy[t_prev:hi]
@@ -544,7 +553,7 @@ class WindowMixin:
                 if idle.any():  # nothing runs and the head never fits: the general step says so
                     limit = t_prev + int(np.argmax(idle))
                     break
-                if t_next_arr >= limit:
+                if hi == limit:
                     if preempt(limit):
                         continue
                     break
@@ -610,7 +619,8 @@ class WindowMixin:
             # avail only fell on [t_h, fin], and nothing before limit was short: look there
             hi = min(limit, fin + 1)
             if t_s + 1 < hi:
-                limit = min(limit, first_bad(t_s + 1, hi))
+                bad = first_bad(t_s + 1, hi)
+                limit = bad if bad < hi else limit
             t_prev = t_h
 
         everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr + sent == self.n
@@ -929,8 +939,9 @@ class WindowMixin:
         seen = k0 + land - 1 - (arr_s < starts[land]).astype(np.int64)
         kept = np.zeros(new.shape[0], dtype=bool)
         cuts = np.flatnonzero(np.diff(seen)) + 1
+        outputs = self._outputs_by_step()  # the arrivals add none: the window admits none
         for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, new.shape[0]].tolist(), strict=True):
-            kept[lo : lo + self._admit_part(new[lo:hi], int(seen[lo]))] = True
+            kept[lo : lo + self._admit_part(new[lo:hi], int(seen[lo]), outputs)] = True
         return kept
 
     def _window_queue_and_detail(
