@@ -413,6 +413,7 @@ class WindowMixin:
         # arrivals join the queue's tail (and the threshold's lone-request rule does not count
         # the queue)
         behind = self.policy.name == "fcfs" and not closed and self.thr == 0
+        queued = self.waiting.shape[0] > 0  # requests wait: plan past admissions' finishes
         # closed loop: finishing steps whose release lands inside the window (a heap), how many
         # requests are still to send, how many the window sent
         fins = sorted(fin0[(fin0 >= 0) & (fin0 < T - 1)].tolist()) if closed else []
@@ -616,11 +617,15 @@ class WindowMixin:
                 busy[gone] += 1
                 avail[gone] -= -(-(nt + rem - 1) // bs)
                 fin = gone
-            # avail only fell on [t_h, fin], and nothing before limit was short: look there
+            # avail only fell on [t_h, fin], and nothing before limit was short: look there.
+            # Where nothing is short, a plan that started with an empty queue ends after this
+            # admission's finish anyway: with arrivals landing as they come, a long plan is
+            # planned again in every round that lands them, and the next window goes on from
+            # here as cheaply (a choice of length, never of outcome)
             hi = min(limit, fin + 1)
             if t_s + 1 < hi:
                 bad = first_bad(t_s + 1, hi)
-                limit = bad if bad < hi else limit
+                limit = bad if bad < hi or not queued else limit
             t_prev = t_h
 
         everyone = queue.shape[0] == 0 and ai == n_arr and ptr + n_arr + sent == self.n
