@@ -14,14 +14,13 @@ page = LessonPage("memory", lesson.Params, lesson.PREFIX)
 # Shared, read-only; the comparisons (more runs) are cached apart: the grid is drawn first.
 readout = st.cache_resource(lesson.build, show_spinner=False, max_entries=32)
 comparisons = st.cache_resource(lesson.comparison, show_spinner=False, max_entries=32)
-TEXT = page.text_path
 
 page.say(None, "title", "intro", "controls-note", block_size=lesson.BLOCK_SIZE)
 
 
 def step_panel(r, step: int) -> None:
     s = lesson.at_step(r, step)
-    items = story.metrics(TEXT, "step-metrics", s)
+    items = story.metrics(page.text_path, "step-metrics", s)
     for col, (label, value) in zip(st.columns(len(items)), items, strict=True):
         col.metric(label, value)
     page.say(s, "step-hits", "step-victim-hits", "step-preempted", "step-resumed")
@@ -40,8 +39,9 @@ def lab() -> None:
         page.warn(r, name, icon=f":material/{icon}:")
     page.warn(r, "refused-note", icon=":material/block:")
     held = predicting(page, p)  # the counts, the victims and the async steps give it away
-    page.say(r, "scenario")
-    page.say(r, "metrics-wait") if held else page.metrics(r)
+    page.say(r, "scenario", *(["metrics-wait"] if held else []))
+    if not held:  # (a bare `x if held else y` line would be written on the page by st magic)
+        page.metrics(r)
     page.say(r, "grid", "grid-cut", "sampled")
     animation = st.container()
     page.say(r, "summary-wait" if held else "summary", "stepper")

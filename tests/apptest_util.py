@@ -90,3 +90,20 @@ def assert_quiz_awards_xp_once(page: str, lesson_id: str, question_id: str) -> A
     answer(at, lesson_id, other.id, other.correct_choice)
     assert at.session_state["progress"].xp == 10
     return at
+
+
+def download_data(button) -> bytes:
+    """The bytes a download button of an AppTest page serves. AppTest keeps them in the media
+    file storage of the script run (its proto has only the file's URL); no public accessor
+    exists, so the storage is found among the live objects."""
+    import gc
+
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    file_id = button.proto.url.rsplit("/", 1)[-1].split(".")[0]
+    for manager in (o for o in gc.get_objects() if isinstance(o, MediaFileManager)):
+        try:
+            return manager._storage.get_file(file_id).content
+        except Exception:  # another run's storage
+            continue
+    raise AssertionError(f"no stored file for {button.proto.url}")

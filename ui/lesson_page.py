@@ -29,6 +29,7 @@ from lessons.kit import anim, limits, story
 from lessons.kit.controls import BadValue, Choice, Declared, Integer, Steps, Text, Toggle, declared
 from lessons.kit.present import brief
 from lessons.kit.shared import DTYPE
+from lessons.kit.tables import markdown_tables, to_csv
 from lessons.text import section
 from ui import present, warm
 from ui.charts import show
@@ -257,9 +258,22 @@ class LessonPage:
     def say(self, readout: Any, *names: str, **extra: Any) -> None:
         """The named sections of text.md whose condition holds, filled from the Readout."""
         for name in names:
-            body = self.text(name, readout, **extra)
-            if body:
-                st.markdown(body)
+            full = story.text(self.text_path, name, readout, **extra)
+            if full:
+                st.markdown(brief(full) if present.on() else full)
+                self._table_csv(name, full)
+
+    def _table_csv(self, name: str, body: str) -> None:
+        """A CSV download under each Markdown table of a section (lessons/kit/tables.py)."""
+        for i, rows in enumerate(markdown_tables(body)):
+            st.download_button(
+                section(SITE_TEXT, "export-table"),
+                to_csv(rows),
+                file_name=f"{self.prefix}{name}-{i + 1}.csv",
+                mime="text/csv",
+                key=f"{self.prefix}csv-{name}-{i}",
+                help=section(SITE_TEXT, "export-table-help"),
+            )
 
     def metrics(self, readout: Any, name: str = "metrics") -> None:
         """A row of st.metric from a metrics section (`- label :: value` lines)."""

@@ -1,7 +1,8 @@
 """Presenter mode and chart exports, as only a browser shows them: at 1280x720 the sidebar is
 gone, every chart text is at least 18 px, only the main controls are drawn, the keyboard alone
 drives the animation and moves between sections, and every chart has PNG and SVG buttons whose
-downloads are real images. Also inside an iframe-style embed (`?embed=true`)."""
+downloads are real images. Every lesson is drawn at 1280x720 and 1920x1080 (screenshots to look
+at), and a page works inside a real iframe with `?embed=true`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from lessons.course import lessons
 from tests.browser.helpers import CHART, chart_state, open_page, space_plays_and_pauses
 
 pytestmark = pytest.mark.browser
@@ -68,6 +70,52 @@ def test_presenter_mode_on_a_projector(small: Page, app_url: str, shots):
     page.get_by_text("Presenter mode").click()
     expect(page.get_by_text("Running decodes", exact=True)).to_be_visible()
     page.wait_for_function("() => !location.search.includes('present=')", timeout=15_000)
+
+
+@pytest.mark.parametrize("lesson", lessons(), ids=[lesson.id for lesson in lessons()])
+def test_every_lesson_in_presenter_mode_at_projector_and_desktop_sizes(
+    browser, app_url: str, shots, lesson
+):
+    """Each lesson with `?present=1`: no sidebar, and every chart text at least 18 px, at
+    1280x720 and again at 1920x1080 (a screenshot of each, to look at)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        open_page(page, f"{app_url}/{lesson.url}?present=1", charts=None)
+        for width, height in ((1280, 720), (1920, 1080)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(800)  # Plotly redraws at the new width
+            expect(page.locator("[data-testid=stSidebar]")).to_be_hidden()
+            assert page.evaluate(SMALLEST_TEXT) >= 18, (lesson.id, width)
+            page.screenshot(path=str(shots / f"present_{lesson.id}_{width}x{height}.png"))
+    finally:
+        context.close()
+
+
+def test_a_page_inside_an_iframe(small: Page, app_url: str, shots):
+    """A page of another site embeds a lesson in an iframe (`?embed=true&present=1`): it draws
+    its charts at projector size, and the keyboard steps its animation."""
+    url = f"{app_url}/step-cost?embed=true&present=1&cost-tokens=1"
+    small.set_content(f'<h1>Our course</h1><iframe src="{url}" width="1200" height="620"></iframe>')
+    frame = small.frame_locator("iframe")
+    charts = frame.locator(CHART)
+    expect(charts).to_have_count(3, timeout=45_000)
+    inner = next(f for f in small.frames if f.url.startswith(app_url))
+    inner.wait_for_function(
+        "() => [...document.querySelectorAll('" + CHART + "')].every(g => g._fullLayout)",
+        timeout=45_000,
+    )
+    assert inner.evaluate(SMALLEST_TEXT) >= 18
+    expect(frame.locator(".stepwise-export")).to_have_count(3)
+    charts.nth(ANIM).scroll_into_view_if_needed()
+    charts.nth(ANIM).click(position={"x": 20, "y": 20})  # the keys go to the frame pointed at
+    small.keyboard.press("ArrowRight")
+    inner.wait_for_function(
+        "i => document.querySelectorAll('" + CHART + "')[i]._fullLayout.sliders[0].active === 1",
+        arg=ANIM,
+        timeout=15_000,
+    )
+    small.screenshot(path=str(shots / "embed_in_iframe_step-cost.png"))
 
 
 def test_presenter_mode_inside_an_embed(small: Page, app_url: str):

@@ -1,0 +1,46 @@
+"""Every Markdown table a lesson shows has a CSV download (lessons/kit/tables.py, issue 12): the
+cells as the page shows them, one file per table, the header first."""
+
+import csv
+import io
+
+import pytest
+
+from lessons.kit.tables import markdown_tables, to_csv
+from tests.apptest_util import download_data, past_predictions, run_page
+
+
+def test_a_markdown_table_becomes_rows_without_its_rule_or_emphasis():
+    body = (
+        "Some text.\n\n| Effect | **Whole** | `Chunked` |\n|---|:---:|---|\n"
+        "| Step time | 12.5 ms | 3.1 ms |\n| Gap, *worst* | 1,200 ms | 40 ms |\n\nAfter.\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |"
+    )
+    first, second = markdown_tables(body)
+    assert first == [
+        ["Effect", "Whole", "Chunked"],
+        ["Step time", "12.5 ms", "3.1 ms"],
+        ["Gap, worst", "1,200 ms", "40 ms"],
+    ]
+    assert second == [["a", "b"], ["1", "2"]]
+    assert list(csv.reader(io.StringIO(to_csv(first))))[2] == ["Gap, worst", "1,200 ms", "40 ms"]
+    assert markdown_tables("No table here.\n- a list | with a bar") == []
+
+
+@pytest.mark.parametrize(
+    ("page", "name"),
+    [
+        ("pages/lesson_chunked_prefill.py", "table-body"),
+        ("pages/lesson_overload.py", "gateway"),
+        ("pages/lesson_watch.py", "bands"),
+    ],
+)
+def test_each_table_of_a_lesson_downloads_as_the_csv_of_what_it_shows(page, name):
+    at = past_predictions(run_page(page, timeout=120))
+    buttons = [b for b in at.get("download_button") if f"csv-{name}-" in b.proto.id]
+    assert len(buttons) == 1, f"one CSV download under the table of {name!r}"
+    assert buttons[0].proto.label == "⬇ Table (CSV)"
+    got = list(csv.reader(io.StringIO(download_data(buttons[0]).decode("utf-8"))))
+    shown = [t for m in at.markdown for t in markdown_tables(m.value)]
+    assert got in shown  # the table as the page draws it, cell for cell
+    assert len(got) > 2 and all(len(row) == len(got[0]) for row in got)
