@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlparse
+
 from playwright.sync_api import Page, expect
 
 READY = (
@@ -130,3 +132,22 @@ def play_then_pause(page: Page, index: int, reach: int) -> None:
         timeout=30_000,
     )
     chart.locator(".updatemenu-button", has_text="Pause").first.click()
+
+
+def watch_requests(page: Page) -> list[str]:
+    """Every URL the page asks for from now on, its frames' and websockets included, to check
+    that none leaves the machine (`outside`)."""
+    urls: list[str] = []
+    page.on("request", lambda r: urls.append(r.url))
+    page.on("websocket", lambda w: urls.append(w.url))
+    return urls
+
+
+def outside(urls: list[str]) -> list[str]:
+    """The URLs that go to another host than this machine's loopback."""
+    return [
+        u
+        for u in urls
+        if urlparse(u).scheme in ("http", "https", "ws", "wss")
+        and urlparse(u).hostname not in ("127.0.0.1", "localhost")
+    ]

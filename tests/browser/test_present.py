@@ -12,7 +12,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from lessons.course import lessons
-from tests.browser.helpers import CHART, chart_state, open_page, space_plays_and_pauses
+from tests.browser.helpers import (
+    CHART,
+    chart_state,
+    open_page,
+    outside,
+    space_plays_and_pauses,
+    watch_requests,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -80,6 +87,7 @@ def test_every_lesson_in_presenter_mode_at_projector_and_desktop_sizes(
     1280x720 and again at 1920x1080 (a screenshot of each, to look at)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
+    requests = watch_requests(page)
     try:
         open_page(page, f"{app_url}/{lesson.url}?present=1", charts=None)
         for width, height in ((1280, 720), (1920, 1080)):
@@ -88,6 +96,7 @@ def test_every_lesson_in_presenter_mode_at_projector_and_desktop_sizes(
             expect(page.locator("[data-testid=stSidebar]")).to_be_hidden()
             assert page.evaluate(SMALLEST_TEXT) >= 18, (lesson.id, width)
             page.screenshot(path=str(shots / f"present_{lesson.id}_{width}x{height}.png"))
+        assert not outside(requests), outside(requests)  # offline classrooms
     finally:
         context.close()
 
@@ -96,6 +105,7 @@ def test_a_page_inside_an_iframe(small: Page, app_url: str, shots):
     """A page of another site embeds a lesson in an iframe (`?embed=true&present=1`): it draws
     its charts at projector size, and the keyboard steps its animation."""
     url = f"{app_url}/step-cost?embed=true&present=1&cost-tokens=1"
+    requests = watch_requests(small)
     small.set_content(f'<h1>Our course</h1><iframe src="{url}" width="1200" height="620"></iframe>')
     frame = small.frame_locator("iframe")
     charts = frame.locator(CHART)
@@ -116,6 +126,7 @@ def test_a_page_inside_an_iframe(small: Page, app_url: str, shots):
         timeout=15_000,
     )
     small.screenshot(path=str(shots / "embed_in_iframe_step-cost.png"))
+    assert not outside(requests), outside(requests)
 
 
 def test_presenter_mode_inside_an_embed(small: Page, app_url: str):
@@ -127,6 +138,7 @@ def test_presenter_mode_inside_an_embed(small: Page, app_url: str):
 
 
 def test_every_chart_downloads_as_png_and_svg(page: Page, app_url: str):
+    requests = watch_requests(page)  # drawn in the browser: nothing is fetched for an export
     charts = open_page(page, f"{app_url}/step-cost", charts=3)
     expect(page.locator(".stepwise-export")).to_have_count(charts)
     first = page.locator("[data-testid=stElementContainer]", has=page.locator(CHART)).first
@@ -141,3 +153,4 @@ def test_every_chart_downloads_as_png_and_svg(page: Page, app_url: str):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width = int.from_bytes(data[16:20], "big")
     assert width == 3200  # 1600 px at scale 2
+    assert not outside(requests), outside(requests)

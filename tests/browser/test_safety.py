@@ -10,14 +10,14 @@ menu covered the Pause button; the page icon came from a font server on the inte
 from __future__ import annotations
 
 import importlib
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Page
 
 from lessons.course import lessons
 from lessons.kit.controls import declared
-from tests.browser.helpers import open_page
+from tests.browser.helpers import open_page, outside, watch_requests
 
 pytestmark = pytest.mark.browser
 
@@ -43,19 +43,9 @@ PAGES = [(f"/{lesson.url}", _keys(f"lessons.{lesson.id}.lesson")) for lesson in 
 ]
 
 
-def _outside(requests: list[str]) -> list[str]:
-    return [
-        u
-        for u in requests
-        if urlparse(u).scheme in ("http", "https", "ws", "wss")
-        and urlparse(u).hostname not in ("127.0.0.1", "localhost")
-    ]
-
-
 @pytest.mark.parametrize(("path", "keys"), PAGES, ids=[p for p, _ in PAGES])
 def test_hostile_link_values_render_as_plain_text(page: Page, app_url: str, path, keys):
-    requests: list[str] = []
-    page.on("request", lambda r: requests.append(r.url))
+    requests = watch_requests(page)
     # Every key gets a hostile value; the 50,000-character one goes to one key per page only,
     # as a link carrying several would pass the server's 64 KB limit on a request's headers.
     short = HOSTILE[:-1]
@@ -69,4 +59,15 @@ def test_hostile_link_values_render_as_plain_text(page: Page, app_url: str, path
     for alert in main.locator("[data-testid=stAlert]").all():
         assert alert.locator("a, img, h1, h2, h3, code, strong, b").count() == 0, alert.inner_html()
         assert len(alert.inner_text()) < 600  # a 50,000-character value is cut
-    assert not _outside(requests), _outside(requests)
+    assert not outside(requests), outside(requests)
+
+
+@pytest.mark.parametrize("path", ["/practice", "/class", "/class?present=1"])
+def test_the_tool_pages_ask_nothing_of_other_hosts(page: Page, app_url: str, path: str):
+    """The pages a class uses besides the lessons (offline classrooms): every request, websocket
+    included, stays on this machine."""
+    requests = watch_requests(page)
+    open_page(page, f"{app_url}{path}", charts=0)
+    page.wait_for_timeout(1500)  # the fonts, icons and scripts a page loads after its script
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert requests and not outside(requests), outside(requests)
