@@ -802,7 +802,7 @@ class WindowMixin:
         nJ = J.shape[0]
         ids, s, fin = arrays["ids"], arrays["s"], arrays["fin"]
         tokens, seqs = arrays["tokens"], arrays["seqs"]
-        kv_used_sched, kv_used = arrays["kv_used_sched"], arrays["kv_used"]
+        kv_used = arrays["kv_used"]
         n_arrived = int(np.searchsorted(arr_t, m - 1, side="right")) if arr_t.shape[0] else 0
         # ---- tokens: request i samples on steps [s_i, min(fin_i, m - 1)], running order
         steps, who = _step_major(s, np.minimum(fin, m - 1))
@@ -913,23 +913,7 @@ class WindowMixin:
         self.step = k0 + m - 1
         if self.detail is not None or n_arrived or nJ or n_vict:
             self._window_queue_and_detail(
-                m,
-                k0,
-                queue,
-                ids,
-                s,
-                fin,
-                tj,
-                J,
-                ntj,
-                arrays["spans"],
-                resumed,
-                arr_ids[:n_arrived],
-                arr_t[:n_arrived],
-                kv_used_sched,
-                kv_used,
-                vict,
-                when,
+                m, k0, queue, arrays, resumed, arr_ids[:n_arrived], arr_t[:n_arrived]
             )
         return m
 
@@ -949,30 +933,15 @@ class WindowMixin:
             kept[lo : lo + self._admit_part(new[lo:hi], int(seen[lo]), outputs)] = True
         return kept
 
-    def _window_queue_and_detail(
-        self,
-        m,
-        k0,
-        queue,
-        ids,
-        s,
-        fin,
-        tj,
-        J,
-        ntj,
-        spans,
-        resumed,
-        arr_ids,
-        arr_t,
-        used_s,
-        used,
-        vict,
-        when,
-    ) -> None:
+    def _window_queue_and_detail(self, m, k0, queue, arrays, resumed, arr_ids, arr_t) -> None:
         """The waiting queue after the window (and, if recorded, each step's detail). Queue
         updates are per admission/arrival event; the per-step detail loop runs only when
-        detail is recorded (small runs). `vict`, `when`: which of `ids` are preempted in the
-        window, and in which step; FCFS puts each step's at the head, in running order."""
+        detail is recorded (small runs). `arrays`: the window's (`_window_arrays`); those
+        preempted in it (`vict`, in step `when`) go to the queue's head, FCFS in running order."""
+        ids, s, fin, tj, J = (arrays[k] for k in ("ids", "s", "fin", "tj", "J"))
+        ntj, spans = arrays["ntj"], arrays["spans"]
+        vict, when = arrays["vict"], arrays["when"]
+        used_s, used = arrays["kv_used_sched"], arrays["kv_used"]
         admitted_set = J
         gone, when = ids[vict], when[vict]
         if self.detail is None:

@@ -10,21 +10,14 @@ import pytest
 from sim.config import SchedulerConfig
 from sim.generators import from_spec
 from sim.replay import to_schema
-from sim.scheduler import Engine
+from sim.scheduler import _FIELDS, Engine
 from sim.timed import config_for, deployment, timer_for
 from sim.victims import tail_victims, withdraw
 from sim.workload import Workload
+from tests.test_admits import _count_single_steps
 
 RUN_ARRAYS = (
-    "num_scheduled_tokens",
-    "num_scheduled_seqs",
-    "kv_read_tokens",
-    "attn_pairs",
-    "num_running",
-    "num_waiting",
-    "kv_blocks_used",
-    "num_preempted",
-    "num_finished",
+    *_FIELDS,  # every per-step column of the log
     "token_req",
     "token_step",
     "first_scheduled_step",
@@ -57,19 +50,6 @@ def test_withdraw_gives_back_a_victims_steps_budget_and_blocks():
     assert left.tolist() == [10, 10, 11, 11, 11, 10]
     # after each step's allocation it would have held cdiv(8, 4), cdiv(9, 4), cdiv(10, 4)
     assert avail.tolist() == [0, 0, 2, 3, 3, 0]
-
-
-def _count_single_steps(monkeypatch) -> dict:
-    counts = {"single": 0, "preempting": 0}
-    original = Engine._general_step
-
-    def counted(self):
-        original(self)
-        counts["single"] += 1
-        counts["preempting"] += int(self.log.rows[-1][7] > 0)
-
-    monkeypatch.setattr(Engine, "_general_step", counted)
-    return counts
 
 
 def _same(a, b, timed: bool) -> None:
