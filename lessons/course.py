@@ -34,6 +34,11 @@ class Lesson:
     def text_path(self) -> Path:
         return self.folder / "text.md"
 
+    @property
+    def prefix(self) -> str:
+        """The lesson's key prefix: its widgets' and its link keys' (lessons/<id>/lesson.py)."""
+        return importlib.import_module(f"lessons.{self.id}.lesson").PREFIX
+
     def bank(self, fill: bool = True) -> Bank:
         """The lesson's questions; predict-then-reveal ones filled from its run (predict.py).
 

@@ -75,3 +75,19 @@ def test_a_host_link_makes_a_new_session_the_host_and_leaves_the_address_bar():
     assert "host" not in at.query_params and f"Room {code}" in _texts(at)
     other = run_page(PAGE, query={"room": code, "host": "not-the-token"})
     assert f"Room {code}" not in _texts(other)  # a wrong token: a student's view
+
+
+def test_after_a_revealed_prediction_the_host_runs_it_in_the_lesson_presenting():
+    teacher = run_page(PAGE, query={"lesson": "watch"}, timeout=180)
+    teacher.button(key="class-open").click().run()
+    code = teacher.query_params["room"]
+    teacher.button(key="class-next").click().run()
+    q = next(q for q in lesson("watch").bank().questions if q.computed)
+    assert q.prompt in _texts(teacher)  # the watch lesson's prediction is its first question
+    assert not [b for b in teacher.button if b.key == "class-run"]  # not before the reveal
+    teacher.button(key="class-reveal").click().run()
+    teacher.button(key="class-run").click().run()
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    assert "Your class: **0 of 0**" in _texts(teacher)  # the watch lesson, the class's answers
+    assert teacher.query_params["wch-room"] == code and teacher.query_params["present"] == "1"
+    assert teacher.toggle(key="w:present").value

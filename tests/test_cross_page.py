@@ -34,12 +34,18 @@ NO_CONTROLS = {"pages/start.py", "pages/progress.py"}
 ROUNDS = 3  # controls revealed by another control (show_if) get their turn next round
 
 
+def _own(key: str | None) -> bool:
+    """A page's own control: a lesson's or a tool's (w:), a stepper's step (<prefix>-step), the
+    class quiz's boxes (class-)."""
+    return bool(key) and (key.startswith(("w:", "class-")) or key.endswith("-step"))
+
+
 def _controls(at) -> list:
     """The page's own controls (quiz answers and exercise boxes excluded)."""
     found = []
     for kind in ("selectbox", "select_slider", "slider", "toggle", "text_input"):
         for widget in getattr(at, kind):
-            if widget.key and widget.key.startswith("w:"):
+            if _own(widget.key):
                 found.append((kind, widget.key))
     return found
 
@@ -102,3 +108,10 @@ def check_page(page: str, extreme: str) -> None:
         _no_exception(at, f"{other} after {page} at its {extreme}")
     at.switch_page(page).run()
     _no_exception(at, f"back on {page}")
+
+
+def test_steppers_and_the_class_boxes_are_among_the_controls_driven():
+    keys = {key for _, key in _controls(run_page("pages/lesson_step_loop.py"))}
+    assert "sl-step" in keys and "w:present" in keys
+    keys = {key for _, key in _controls(run_page("pages/classroom.py"))}
+    assert {"class-lesson", "class-code", "class-nick"} <= keys

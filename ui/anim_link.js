@@ -6,7 +6,8 @@
 // the right and left arrows step one frame (unless a stepper under the chart takes them: its
 // layout.meta.stepper), Space plays or pauses (keys typed into a control are left alone); with
 // none pointed at, the animation most in view. N and P scroll to the
-// next and previous section heading (presenter mode's "next section"). Runs once per browser
+// next and previous section heading (presenter mode's "next section"); a link with play=1
+// plays the page's first animation once (ui/autoplay.py). Runs once per browser
 // tab. No angle brackets in this file: Streamlit's HTML sanitizer would read them as tags.
 (function () {
   if (window.__stepwiseFrames) return;
@@ -64,6 +65,29 @@
     const t = gd._transitionData;
     return Boolean(t && t._frameQueue && t._frameQueue.length);
   }
+  function play(gd, from) {
+    const names = gd._transitionData._frames.slice(from).map(function (f) { return f.name; });
+    window.Plotly.animate(gd, names, {
+      mode: "immediate",
+      frame: { duration: 300, redraw: true },
+      transition: { duration: 0 },
+    });
+  }
+  // A link with play=1 (ui/autoplay.py) marks the page's animations with a token: the first
+  // one drawn with a token not played yet comes into view and plays from its first frame.
+  const played = new Set();
+  function autoplay() {
+    if (!window.Plotly) return;
+    for (const gd of document.querySelectorAll("[data-testid=stPlotlyChart] .js-plotly-plot")) {
+      const token = gd.layout && gd.layout.meta && gd.layout.meta.play;
+      if (!token || played.has(token) || !animated(gd) || !gd._fullLayout.sliders) continue;
+      played.add(token);
+      current = gd;
+      gd.scrollIntoView({ block: "center" });
+      play(gd, 0);
+    }
+  }
+  window.setInterval(autoplay, 250);
   function onScreen() {
     // the animated chart with the most of itself inside the window (none pointed at yet)
     let best = null;
@@ -115,13 +139,7 @@
         if (playing(current)) {
           window.Plotly.animate(current, [null], still);
         } else {
-          const from = at + 1 === frames.length ? 0 : at + 1; // at the end, play from the start
-          const names = frames.slice(from).map(function (f) { return f.name; });
-          window.Plotly.animate(current, names, {
-            mode: "immediate",
-            frame: { duration: 300, redraw: true },
-            transition: { duration: 0 },
-          });
+          play(current, at + 1 === frames.length ? 0 : at + 1); // at the end, from the start
         }
       } else {
         return;

@@ -23,27 +23,17 @@ from lessons.kit import story
 from lessons.kit.controls import shown
 from lessons.kit.figures import axis, bars
 from lessons.quiz.bank import Question
-from lessons.quiz.rooms import CLOSE_AFTER_S, CODE_LEN, RoomError, Rooms, clean_code
-from lessons.quiz.store import open_store
+from lessons.quiz.rooms import CLOSE_AFTER_S, CODE_LEN, RoomError, clean_code
 from lessons.text import section
+from ui import class_reveal, present
 from ui.charts import show
-from ui.state import database_url, learner_id
+from ui.state import learner_id, rooms
 
 TEXT = Path(__file__).resolve().parents[1] / "lessons" / "quiz" / "classroom.md"
 HOSTED = "class-hosted"  # session: {room code: host token}
 REFRESH_S = 1.0  # the instructor's chart
 STUDENT_REFRESH_S = 2.0  # a student's page: a class of 30 polls 15 times a second in all
 HOURS = CLOSE_AFTER_S // 3600
-
-
-@st.cache_resource(show_spinner=False)
-def _rooms(url: str | None) -> Rooms:
-    return Rooms(open_store(url).engine)
-
-
-def rooms() -> Rooms:
-    """The rooms of the progress database (one per process, sharing the store's engine)."""
-    return _rooms(database_url())
 
 
 def say(name: str, **values) -> None:
@@ -209,7 +199,10 @@ def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
             st.markdown(q.explanation)
             if q.computed:
                 say("host-predict")
-                st.page_link(taught.page, label=taught.title, query_params={"present": "1"})
+                if st.button(words("host-run", lesson=taught.title), key="class-run",
+                             icon=":material/play_arrow:"):  # fmt: skip
+                    present.turn_on()  # a link's present=1 is read only by a new session
+                    st.switch_page(taught.page, query_params=class_reveal.link_params(taught, code))
         else:
             st.button(words("host-reveal"), key="class-reveal", type="primary",
                       on_click=_act, args=(r.reveal, code, token, current.number))  # fmt: skip

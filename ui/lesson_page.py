@@ -31,7 +31,7 @@ from lessons.kit.present import brief
 from lessons.kit.shared import DTYPE
 from lessons.kit.tables import markdown_tables, to_csv
 from lessons.text import section
-from ui import present, warm
+from ui import autoplay, present, warm
 from ui.charts import show
 from ui.links import bad_link, write_url
 from ui.quiz import render_lesson_practice
@@ -62,6 +62,7 @@ class LessonPage:
         self.text_path = text_path if self.lesson is None else self.lesson.text_path
         self.declared = {d.name: d for d in declared(params_cls)}
         self._link_notes: Any = None  # while controls() draws: where a bad link is reported
+        self.play = autoplay.token(prefix)  # ?play=1: the first animation plays once
 
     # -- controls ------------------------------------------------------------------------------
     def _initial(self, d: Declared, url_key: str, report: bool = True) -> Any:
@@ -293,6 +294,8 @@ class LessonPage:
         if figure.get("frames"):
             start = anim.opened_at(figure)
             meta = {"start": start} if stepper is None else {"start": start, "stepper": stepper}
+            if self.play is not None:
+                meta["play"] = self.play
             layout = {**figure["layout"], "meta": meta}
             figure = {**figure, "layout": layout}
             frame = self._link_frame(full, figure)

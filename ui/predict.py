@@ -13,6 +13,7 @@ import streamlit as st
 from lessons.course import SITE_TEXT
 from lessons.quiz.progress import question_key
 from lessons.text import section
+from ui import class_reveal
 from ui.lesson_page import LessonPage
 from ui.quiz import render_question
 from ui.state import progress
@@ -25,6 +26,11 @@ def _asked(page: LessonPage) -> list:
 def _answered(page: LessonPage) -> bool:
     first = progress().first
     return all(question_key(page.lesson.id, q.id) in first for q in _asked(page))
+
+
+def _room(page: LessonPage) -> tuple[str | None, bool]:
+    """The class room whose reveal the page follows (ui/class_reveal.py), and whether it is new."""
+    return class_reveal.followed(page.prefix, page.lesson.id, _asked(page))
 
 
 def skip_key(prefix: str) -> str:
@@ -67,7 +73,8 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
     controls, and redraws the question box too when they cross into or out of the opening
     ones."""
     opening = _opening(page) if params is None else params == page.params_cls()
-    asking = not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
+    skipped = st.session_state.get(skip_key(page.prefix)) or _room(page)[0] is not None
+    asking = not skipped and not _answered(page)
     if params is not None and asking:  # afterwards the box has no skip button to keep in step
         _follow(page, opening)
     return opening and asking
@@ -100,12 +107,19 @@ def predict_box(
     def skip() -> None:
         st.session_state[skip_key(page.prefix)] = True
 
-    page.say(None, "predict")
     asked = _asked(page)
+    room, new = _room(page)
+    if new and step_key is not None and opening:  # the class answered: open at the answer
+        st.session_state[step_key] = step
+    by_class = {} if room is None else class_reveal.answers(room, asked)
+    page.say(None, "predict")
     for col, (number, q) in zip(st.columns(len(asked)), enumerate(asked, start=1), strict=True):
         with col:
-            render_question(lesson, q, number, where="predict", on_checked=reveal)
-    if _answered(page):
+            if q.id in by_class:
+                class_reveal.show_answer(q, number, by_class[q.id])
+            else:
+                render_question(lesson, q, number, where="predict", on_checked=reveal)
+    if _answered(page) or by_class:
         st.markdown(page.text("predict-revealed", None, **facts))
     st.session_state[_drawn_key(page.prefix)] = opening
     if not opening:

@@ -40,6 +40,11 @@ def on() -> bool:
     return bool(st.session_state.get(KEEP, False))
 
 
+def turn_on() -> None:
+    """Present from the next run on (the class quiz's way into a lesson after a reveal)."""
+    st.session_state[KEEP] = True
+
+
 def _from_link() -> None:
     """The first run of a session takes the link's value, checked like any control's."""
     if KEEP in st.session_state:

@@ -24,6 +24,7 @@ import streamlit as st
 
 from lessons.course import Lesson, lessons
 from lessons.quiz.progress import Answer, Course, Progress, derive, question_key
+from lessons.quiz.rooms import Rooms
 from lessons.quiz.store import ENV_URL, Store, open_store, valid_learner
 
 COOKIE = "stepwise_learner"
@@ -72,6 +73,16 @@ def database_url() -> str | None:
 def store() -> Store:
     """The process's store (one engine per database, shared by every session)."""
     return open_store(database_url())
+
+
+@st.cache_resource(show_spinner=False)
+def _rooms(url: str | None) -> Rooms:
+    return Rooms(open_store(url).engine)
+
+
+def rooms() -> Rooms:
+    """The class quiz's rooms in the progress database (one per process, sharing its engine)."""
+    return _rooms(database_url())
 
 
 def _cookie() -> str | None:

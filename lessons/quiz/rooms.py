@@ -231,6 +231,16 @@ class Rooms:
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
+    def revealed(self, code: str) -> dict[str, int]:
+        """The questions whose answer has been revealed in the room: id -> its latest round."""
+        query = (
+            sa.select(rounds.c.question, sa.func.max(rounds.c.number))
+            .where(rounds.c.code == code, rounds.c.revealed_at.is_not(None))
+            .group_by(rounds.c.question)
+        )
+        with self.engine.connect() as conn:
+            return {question: int(number) for question, number in conn.execute(query)}
+
     def counts(self, code: str, number: int) -> dict[str, int]:
         """How many students chose each answer in a round."""
         query = (

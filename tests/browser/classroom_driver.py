@@ -64,28 +64,58 @@ def open_class(
     return Class(teacher, students, code)
 
 
-def run_round(c: Class, pick: int = 0) -> int:
-    """Ask the next question; the students answer one after another (choice `pick + i` modulo
-    the choices), each click timed until the instructor's chart counts it; reveal; returns the
-    chart's count."""
+def _chart_count(c: Class) -> int:
+    return int(c.teacher.evaluate(ANSWERS))
+
+
+def run_round(c: Class, pick: int = 0, together: bool = False) -> int:
+    """Ask the next question; the students answer (choice `pick + i` modulo the choices), each
+    click timed until the instructor's chart counts it; reveal; returns the chart's count.
+
+    One after another (default): a student clicks Send only once the chart counts the one
+    before. `together`: every student picks first, then all click Send as fast as the driver
+    can, as a class answers at once; the k-th click is timed to the moment the chart first
+    counts k answers (first in, first counted)."""
     c.teacher.get_by_role("button", name="Ask the next question").click(timeout=WAIT_MS)
     c.teacher.wait_for_function("() => (" + ANSWERS + ")() === 0", timeout=30_000)
     n = len(c.students)
-    for i, page in enumerate(c.students):
+    sends = []
+    for page in c.students:
         send = page.get_by_role("button", name="Send my answer")
         send.wait_for(timeout=WAIT_MS)
-        options = page.get_by_role("radio")
-        options.nth((pick + i) % options.count()).check(force=True, timeout=WAIT_MS)
+        sends.append(send)
+    if together:
+        for i, page in enumerate(c.students):
+            options = page.get_by_role("radio")
+            options.nth((pick + i) % options.count()).check(force=True, timeout=WAIT_MS)
+    seen: list[float] = []  # seen[k - 1]: when the chart first counted k answers
+
+    def look() -> None:
+        now, counted = time.perf_counter(), _chart_count(c)
+        seen.extend([now] * (counted - len(seen)))
+
+    for i, (page, send) in enumerate(zip(c.students, sends, strict=True)):
+        if not together:
+            options = page.get_by_role("radio")
+            options.nth((pick + i) % options.count()).check(force=True, timeout=WAIT_MS)
         send.click(timeout=WAIT_MS)
         clicked = time.perf_counter()
         c.clicks.append(clicked)
-        # the instructor's chart, polled until it counts this answer (the others are in)
-        while c.teacher.evaluate(ANSWERS) < i + 1:
+        look()
+        while not together and len(seen) < i + 1:  # one after another: wait for this one
             if time.perf_counter() - clicked > 120:
                 raise AssertionError(f"answer {i + 1} of {n} not on the chart after 120 s")
             c.teacher.wait_for_timeout(50)
-        c.seen.append(time.perf_counter())
+            look()
+    last = time.perf_counter()
+    while len(seen) < n:
+        if time.perf_counter() - last > 120:
+            raise AssertionError(f"{len(seen)} of {n} answers on the chart after 120 s")
+        c.teacher.wait_for_timeout(50)
+        look()
+    c.seen.extend(seen[:n])
+    for page in c.students:
         page.get_by_text("Your answer is in").wait_for(timeout=WAIT_MS)
     c.teacher.get_by_role("button", name="Reveal the answer").click(timeout=WAIT_MS)
     c.teacher.get_by_text("The answer:").wait_for(timeout=WAIT_MS)
-    return int(c.teacher.evaluate(ANSWERS))
+    return _chart_count(c)

@@ -1,12 +1,14 @@
 """A live class quiz in real browsers: the instructor opens a room, two students join and
-answer two rounds; every answer is counted once, no student sees the answer before the reveal,
-and a second answer from a student changes nothing."""
+answer two rounds (one after the other, then both at once); every answer is counted once, no
+student sees the answer before the reveal, and a second answer from a student changes nothing.
+After a revealed prediction, the instructor runs it in the lesson, which plays by itself."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import Browser, expect
 
+from lessons.course import lesson
 from lessons.quiz.rooms import Rooms
 from lessons.quiz.store import open_store
 from tests.browser.classroom_driver import open_class, run_round
@@ -23,7 +25,7 @@ def test_a_class_answers_two_rounds(browser: Browser, app_url: str, shots):
     c.teacher.screenshot(path=str(shots / "class_room_opened.png"), full_page=True)
     for round_no in (1, 2):
         student = c.students[0]
-        assert run_round(c, pick=round_no) == 2
+        assert run_round(c, pick=round_no, together=round_no == 2) == 2
         # before the reveal, no student saw the answer; after it, each does
         expect(student.get_by_text("The answer:")).to_be_visible(timeout=15_000)
     c.teacher.screenshot(path=str(shots / "class_teacher.png"))
@@ -34,4 +36,29 @@ def test_a_class_answers_two_rounds(browser: Browser, app_url: str, shots):
     assert sorted(b.nickname for b in board) == ["student 0", "student 1"]
     assert all(b.answered == 2 for b in board)
     for page in (c.teacher, *c.students):
+        page.context.close()
+
+
+PLAYING = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(gd =>
+  gd._transitionData && gd._transitionData._frameQueue && gd._transitionData._frameQueue.length
+  && gd.layout.meta && gd.layout.meta.play)"""
+
+
+def test_after_a_revealed_prediction_the_lesson_opens_answered_and_plays(
+    browser: Browser, app_url: str, shots
+):
+    c = open_class(browser, app_url, 1, lesson="watch")
+    assert run_round(c) == 1  # the watch lesson's first question is its prediction
+    c.teacher.get_by_role("button", name=f"Run it in “{lesson('watch').title}”").click()
+    teacher = c.teacher
+    expect(teacher.get_by_text("Your class: 1 of 1")).to_be_visible(timeout=120_000)
+    teacher.wait_for_function(PLAYING, timeout=60_000)  # the animation runs by itself
+    search = teacher.evaluate("() => location.search")
+    assert "play=" not in search and f"wch-room={c.code}" in search and "present=1" in search
+    assert teacher.get_by_role("radio").count() == 0  # no question to answer on the lesson
+    teacher.screenshot(path=str(shots / "class_reveal_lesson.png"))
+    card = teacher.get_by_text("Your class: 1 of 1")
+    card.scroll_into_view_if_needed()
+    teacher.screenshot(path=str(shots / "class_reveal_answers.png"))
+    for page in (teacher, *c.students):
         page.context.close()

@@ -10,6 +10,8 @@ menu covered the Pause button; the page icon came from a font server on the inte
 from __future__ import annotations
 
 import importlib
+import re
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -20,6 +22,7 @@ from lessons.kit.controls import declared
 from tests.browser.helpers import open_page, outside, watch_requests
 
 pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parents[2]
 
 HOSTILE = [
     "`[Log in again here](https://evil.example/login)`",
@@ -35,15 +38,37 @@ def _keys(module: str, prefix_attr: str = "PREFIX") -> list[str]:
     return [d.url_key(getattr(mod, prefix_attr)) for d in declared(mod.Params)]
 
 
-PAGES = [(f"/{lesson.url}", _keys(f"lessons.{lesson.id}.lesson")) for lesson in lessons()] + [
-    ("/playground", _keys("lessons.calculator.tool")),
+def _link_keys(lesson) -> list[str]:
+    """The keys a lesson's links carry besides its controls: presenter mode, autoplay, the class
+    room it follows, its stepper's step and its charts' frames (keys read off its page)."""
+    prefix = lesson.prefix
+    charts = re.findall(r'page\.chart\(.*, "([a-z_-]+)"', (ROOT / lesson.page).read_text())
+    steps = [f"{prefix}-step"] if "stepper(" in (ROOT / lesson.page).read_text() else []
+    return ["present", "play", f"{prefix}-room", *steps, *(f"{prefix}-{c}-frame" for c in charts)]
+
+
+PAGES = [
+    (f"/{lesson.url}", _keys(f"lessons.{lesson.id}.lesson") + _link_keys(lesson))
+    for lesson in lessons()
+] + [
+    ("/playground", _keys("lessons.calculator.tool") + ["present"]),
     ("/trace", _keys("lessons.trace_lab.tool")),
     ("/", ["gpu", "x"]),
     ("/progress", ["x"]),
+    ("/practice", ["present", "lesson", "x"]),
+    ("/class", ["room", "host", "present"]),
+    ("/class", ["lesson", "present"]),
 ]
 
 
-@pytest.mark.parametrize(("path", "keys"), PAGES, ids=[p for p, _ in PAGES])
+def test_every_lesson_link_key_is_tried():
+    """The key list above is read off the pages: it finds the charts and steppers they draw."""
+    keys = dict(PAGES)
+    assert "sl-step" in keys["/step-loop"] and "mem-step" in keys["/memory"]
+    assert "cost-anim-frame" in keys["/step-cost"] and "wch-dashboard-frame" in keys["/watch"]
+
+
+@pytest.mark.parametrize(("path", "keys"), PAGES, ids=[f"{p}:{k[0]}" for p, k in PAGES])
 def test_hostile_link_values_render_as_plain_text(page: Page, app_url: str, path, keys):
     requests = watch_requests(page)
     # Every key gets a hostile value; the 50,000-character one goes to one key per page only,
@@ -51,7 +76,8 @@ def test_hostile_link_values_render_as_plain_text(page: Page, app_url: str, path
     short = HOSTILE[:-1]
     values = [HOSTILE[-1] if i == len(short) else short[i % len(short)] for i in range(len(keys))]
     query = "&".join(f"{k}={quote(v)}" for k, v in zip(keys, values, strict=True))
-    open_page(page, f"{app_url}{path}?{query}", charts=0 if path in ("/", "/progress") else None)
+    tools = ("/", "/progress", "/practice", "/class")
+    open_page(page, f"{app_url}{path}?{query}", charts=0 if path in tools else None)
     main = page.locator("[data-testid=stMain]")
     assert page.locator("[data-testid=stException]").count() == 0
     assert main.locator("a[href*='evil'], img[src*='evil']").count() == 0

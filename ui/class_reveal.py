@@ -1,0 +1,97 @@
+"""A lesson opened from the class quiz after the reveal of one of its predictions: the host's
+link (ui/classroom.py) carries `<prefix>-room=CODE`. The class has predicted, so the lesson shows
+how the class answered in place of asking, and the runs that answer it (with `?play=1`, its first
+animation plays: ui/autoplay.py).
+
+The room is read from the link once per session and checked: it must be open, be this lesson's,
+and have revealed at least one of the lesson's predict questions; otherwise a plain-text note
+says so and the lesson asks as usual. The code stays in the address bar while the page follows
+the room, and Reset this lesson forgets both (lesson-own keys).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import streamlit as st
+
+from lessons.course import SITE_TEXT, Lesson
+from lessons.kit.controls import shown
+from lessons.quiz.bank import Question
+from lessons.quiz.rooms import CODE_LEN, clean_code
+from lessons.text import section
+from ui import autoplay
+from ui.links import write_url
+from ui.state import rooms
+
+
+@dataclass(frozen=True)
+class ClassAnswer:
+    """How a room answered one revealed question."""
+
+    number: int  # the round
+    right: int
+    answered: int
+
+
+def url_key(prefix: str) -> str:
+    return f"{prefix}-room"
+
+
+def _state_key(prefix: str) -> str:
+    return f"{prefix}-predict-room"
+
+
+def link_params(taught: Lesson, code: str) -> dict[str, str]:
+    """The host's link to the lesson after a reveal: presenting, following the room, playing."""
+    return {"present": "1", url_key(taught.prefix): code, autoplay.KEY: "1"}
+
+
+def answers(code: str, asked: list[Question]) -> dict[str, ClassAnswer]:
+    """How the room answered each of `asked` it has revealed (question id -> answer)."""
+    r = rooms()
+    revealed = r.revealed(code)
+    out = {}
+    for q in asked:
+        if q.id in revealed:
+            number = revealed[q.id]
+            counts = r.counts(code, number)
+            out[q.id] = ClassAnswer(number, counts.get(q.correct_choice, 0), sum(counts.values()))
+    return out
+
+
+def _checked(lesson_id: str, raw: str, asked: list[Question]) -> str | None:
+    code = clean_code(raw)
+    room = rooms().room(code) if code else None
+    if room is None or room.closed(time.time()) or room.lesson != lesson_id:
+        ok = False
+    else:
+        ok = bool(answers(code, asked))
+    if not ok:
+        values = {"code": shown(raw, limit=2 * CODE_LEN)}
+        st.warning(section(SITE_TEXT, "class-link-bad", values), icon=":material/link_off:")
+        return None
+    return code
+
+
+def followed(prefix: str, lesson_id: str, asked: list[Question]) -> tuple[str | None, bool]:
+    """The room this session's lesson follows (None: none), and whether the link set it just
+    now (the page then opens where the answer is shown)."""
+    key = _state_key(prefix)
+    new = False
+    if key not in st.session_state:
+        raw = st.query_params.get(url_key(prefix))
+        st.session_state[key] = None if raw is None else _checked(lesson_id, raw, asked)
+        new = st.session_state[key] is not None
+    code = st.session_state[key]
+    write_url(url_key(prefix), code)
+    return code, new
+
+
+def show_answer(q: Question, number: int, answer: ClassAnswer) -> None:
+    """A predict question's card as the class answered it."""
+    with st.container(border=True):
+        st.markdown(f"**{number}.** {q.prompt}")
+        values = {"right": answer.right, "answered": answer.answered, "answer": q.correct_choice}
+        st.markdown(section(SITE_TEXT, "class-answered", values))
