@@ -51,7 +51,8 @@ def _one(label: str, urls: list[str], db_url: str) -> str:
             why = " ".join([lines[0], *[x.strip() for x in lines if "waiting for" in x][:1]])
             return (
                 f"| {label} | {STUDENTS} x {ROUNDS} | not finished: {why.replace('|', '/')} "
-                f"| | | | {time.perf_counter() - started:.0f} |"
+                + "| " * 5
+                + f"| {time.perf_counter() - started:.0f} |"
             )
         shown_errors = sum(
             page.locator("[data-testid=stException]").count() for page in (c.teacher, *c.students)
@@ -64,11 +65,13 @@ def _one(label: str, urls: list[str], db_url: str) -> str:
     lat = [(s - k) * 1e3 for k, s in zip(c.clicks, c.seen, strict=True)]
     split = ONE_BY_ONE * STUDENTS
     alone, together = lat[:split], lat[split:]
+    rounds = [c.clicks[i : i + STUDENTS] for i in range(split, len(c.clicks), STUDENTS)]
+    spread = statistics.median(r[-1] - r[0] for r in rounds)  # first to last click of a round
     once = all(n == STUDENTS for n in stored) and all(n == STUDENTS for n in counted)
     return (
         f"| {label} | {STUDENTS} x {ROUNDS} | {sum(stored)} | {'yes' if once else 'NO'} | "
         f"{statistics.median(alone):.0f} / {_pct(alone, 95):.0f} | "
-        f"{statistics.median(together):.0f} / {_pct(together, 95):.0f} | "
+        f"{statistics.median(together):.0f} / {_pct(together, 95):.0f} | {spread:.1f} | "
         f"{shown_errors + len(errors)} | {time.perf_counter() - started:.0f} |"
     )
 
@@ -90,7 +93,7 @@ def run() -> str:
     try:
         cluster = pg_cluster.start(durable=True)
     except pg_cluster.ClusterError as exc:
-        rows.append(f"| two servers, PostgreSQL | not run: {exc} | | | | | |")
+        rows.append(f"| two servers, PostgreSQL | not run: {exc} " + "| " * 7 + "|")
     else:
         os.environ["STEPWISE_DATABASE_URL"] = cluster.url
         procs = []
@@ -112,7 +115,8 @@ def run() -> str:
             f"rounds: in the first {ONE_BY_ONE} one student after another (each clicks "
             "Send once the answer before is on the chart), in the last "
             f"{ROUNDS - ONE_BY_ONE} all at once (everyone picks, then all {STUDENTS} click Send "
-            "as fast as the test driver can, about a click every few tens of ms). "
+            "as fast as the test driver can; *spread*: from a round's first click to its last, "
+            "median over the rounds). "
             "Click to chart: from a student's click on Send to the instructor's chart counting "
             "that answer (the chart refreshes every second; all at once, the k-th click is "
             "timed to the chart's first count of k). Errors: exceptions shown on any page plus "
@@ -120,8 +124,8 @@ def run() -> str:
             "",
             "| setup | students x rounds | answers stored | each counted once | "
             "click to chart, one by one: p50 / p95 (ms) | all at once: p50 / p95 (ms) | "
-            "errors | wall (s) |",
-            "|---|---|---:|---|---:|---:|---:|---:|",
+            "spread (s) | errors | wall (s) |",
+            "|---|---|---:|---|---:|---:|---:|---:|---:|",
             *rows,
         ]
     )

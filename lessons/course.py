@@ -40,19 +40,28 @@ class Lesson:
         return importlib.import_module(f"lessons.{self.id}.lesson").PREFIX
 
     def bank(self, fill: bool = True) -> Bank:
-        """The lesson's questions; predict-then-reveal ones filled from its run (predict.py).
+        """The lesson's questions; predict-then-reveal ones filled from its run (`filled`).
 
         `fill=False` leaves them unfilled (no choices): their ids and XP are known without the
         run, which takes seconds for the lessons that simulate streams of requests."""
         bank = load_bank(self.folder / "quiz.toml")
         if not fill or not any(q.computed for q in bank.questions):
             return bank
-        module = importlib.import_module(f"lessons.{self.id}.predict")
-        return module.filled(bank)
+        return filled(bank)
 
     def exercises(self) -> tuple[ExerciseSpec, ...]:
         module = importlib.import_module(f"lessons.{self.id}.exercise")
         return tuple(module.EXERCISES)
+
+
+@cache
+def filled(bank: Bank) -> Bank:
+    """A bank with its predict-then-reveal questions filled from its lesson's opening run:
+    lessons/<id>/predict.py's `answers()` gives the facts, and its `CHOICES` names, for each
+    computed question, the fact that holds that question's choices (the right one first)."""
+    module = importlib.import_module(f"lessons.{bank.lesson}.predict")
+    facts = module.answers()
+    return bank.filled({question: facts[key] for question, key in module.CHOICES.items()}, facts)
 
 
 @cache

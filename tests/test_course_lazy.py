@@ -6,6 +6,7 @@ import importlib
 
 import pytest
 
+from lessons import course as catalog
 from lessons.course import lessons
 from lessons.quiz.progress import derive, grade_question
 from tests.apptest_util import run_page
@@ -17,14 +18,16 @@ COMPUTED = [
 
 
 def _forbid_filling(monkeypatch) -> None:
-    """Make every lesson's predict.filled raise: a run built for the quiz fails the test."""
+    """Make filling a bank from its lesson's run raise: a run built for the quiz fails the test
+    (lessons.course.filled, and each lesson's answers() under it)."""
 
     def refuse(bank):
         raise AssertionError(f"the bank of {bank.lesson} was filled from its run")
 
+    monkeypatch.setattr(catalog, "filled", refuse)
     for lesson in COMPUTED:
         monkeypatch.setattr(
-            importlib.import_module(f"lessons.{lesson.id}.predict"), "filled", refuse
+            importlib.import_module(f"lessons.{lesson.id}.predict"), "answers", refuse
         )
 
 

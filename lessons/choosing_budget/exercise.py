@@ -113,15 +113,8 @@ def _values(seed: int) -> dict:
 def draw_ttft(seed: int) -> Drawn:
     """The prompt's time to first token, from the mean time of the steps that read it."""
     v = _values(seed)
-    return Drawn(
-        prompt=section(TEXT, "exercise-ttft", v),
-        answer=float(v["ttft_ms"]),
-        unit="ms",
-        solution=section(TEXT, "exercise-solution", v),
-        rtol=0.03,
-        atol=0.0,
-        params={"budget": v["budget"], "decodes": v["decodes"], "prompt": v["prompt"]},
-    )
+    params = {"budget": v["budget"], "decodes": v["decodes"], "prompt": v["prompt"]}
+    return Drawn.from_text(TEXT, "ttft", v, v["ttft_ms"], "ms", rtol=0.03, params=params)
 
 
 EXERCISES = [

@@ -18,7 +18,6 @@ from functools import lru_cache
 from lessons.chunked_prefill.lesson import Params, build
 from lessons.course import ROOT
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.text import section
 
 TEXT = ROOT / "chunked_prefill" / "text.md"
 BUDGETS = (1024, 2048, 4096)
@@ -61,12 +60,12 @@ def draw_gap(seed: int) -> Drawn:
         "chunked_gap_ms": r.chunked_worst_gap_ms,
         "answer": answer,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-gap-prompt", values),
-        answer=float(answer),
-        unit="ms",
-        solution=section(TEXT, "exercise-gap-solution", values),
-        rtol=0.02,
+    return Drawn.from_text(
+        TEXT,
+        "gap",
+        values,
+        answer,
+        "ms",
         atol=0.2,
         params={"budget": budget, "users": r.users, "prompt": r.prompt},
     )

@@ -32,7 +32,7 @@ from lessons.chunked_prefill.lanes import (
 from lessons.chunked_prefill.readout import CHUNK, DECODE, WHOLE, Readout
 from lessons.kit import limits, shared
 from lessons.kit.controls import Integer, Steps, control
-from lessons.kit.selection import selection, used_limits
+from lessons.kit.selection import prefixed, selection, used_limits
 from sim.config import SchedulerConfig
 from sim.cost import OVERHEAD_MS, Deployment, step_costs
 from sim.hardware import get_gpu, peak_tflops
@@ -50,6 +50,8 @@ LEAD_STEPS = 4  # decode steps shown before the long prompt arrives
 TAIL_STEPS = 6  # decode steps kept after the later first token
 MAX_TRIES = 4
 BLOCK_SIZE = SchedulerConfig.block_size  # vLLM's default KV block size
+# each lane's share of the GPU's peak arithmetic and bandwidth, prompt and decode steps apart
+USE_PCTS = ("compute_prompt_pct", "bw_prompt_pct", "compute_decode_pct", "bw_decode_pct")
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,7 @@ def setup(p: Params) -> Setup:
     prompt always gets at least half of each step.
     """
     dtype = p.dtype if get_gpu(p.gpu).fp8_tflops else "bf16"  # as the page falls back
-    budget, seqs = limits.effective(
-        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
-    )
+    budget, seqs = limits.effective_for(p)
     mml = int(get_model(p.model).max_position_embeddings)
     used = max(2, min(seqs, budget))
     users = max(1, min(p.users, used - 1, budget // 2))
@@ -289,14 +289,8 @@ def build(p: Params) -> Readout:
         ttft_shorter=chunk_steps > 1 and not ttft_later,
         **extra_parts(s.dep, whole, chunked, chunk_steps > 1 and ttft_later),
         preemptions=whole.run.total_preemptions + chunked.run.total_preemptions,
-        whole_compute_prompt_pct=w.compute_prompt_pct,
-        whole_bw_prompt_pct=w.bw_prompt_pct,
-        whole_compute_decode_pct=w.compute_decode_pct,
-        whole_bw_decode_pct=w.bw_decode_pct,
-        chunked_compute_prompt_pct=c.compute_prompt_pct,
-        chunked_bw_prompt_pct=c.bw_prompt_pct,
-        chunked_compute_decode_pct=c.compute_decode_pct,
-        chunked_bw_decode_pct=c.bw_decode_pct,
+        **prefixed("whole", w, USE_PCTS),
+        **prefixed("chunked", c, USE_PCTS),
         prompt_memory_bound=w.compute_prompt_pct < w.bw_prompt_pct,
         peak_tflops=peak_tflops(gpu, s.dep.dtype),
         peak_tbps=gpu.bw_tbps,

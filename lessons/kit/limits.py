@@ -54,6 +54,11 @@ def effective(gpu: str, use_defaults: bool, budget: int, seqs: int) -> tuple[int
     return int(budget), int(seqs)
 
 
+def effective_for(p: Any) -> tuple[int, int]:
+    """`effective` for a Params with the limit controls (`Limits`) and a GPU."""
+    return effective(p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs)
+
+
 @dataclass(frozen=True)
 class Limits:
     """The three limit controls as fields, for a lesson's Params to inherit (with Deployment:

@@ -12,7 +12,6 @@ import numpy as np
 
 from lessons.course import lesson
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.text import section
 from sim.config import SchedulerConfig
 from sim.kv import cdiv
 from sim.scheduler import run_steps
@@ -69,13 +68,13 @@ def first_preemption(seed: int) -> Drawn:
         "free": usable - held,
         "answer": first.step,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-first-prompt", values),
-        answer=float(first.step),
-        unit="step",
-        solution=section(TEXT, "exercise-first-solution", values),
+    return Drawn.from_text(
+        TEXT,
+        "first",
+        values,
+        first.step,
+        "step",
         rtol=0.0,
-        atol=0.0,
         params={"count": count, "prompt": prompt, "output": output, "usable": usable},
     )
 

@@ -292,9 +292,7 @@ class Setup:
 
 
 def setup(p: Params) -> Setup:
-    budget, asked = limits.effective(
-        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
-    )
+    budget, asked = limits.effective_for(p)
     seqs = min(asked, budget)
     wl = workload(p.prompt_tokens, p.output_tokens, p.rate, p.max_model_len)
     catalog, fits = catalog_blocks(p, budget)

@@ -1,6 +1,6 @@
 """The lesson's predict-then-reveal questions, answered by the run the lesson opens with.
 
-quiz.toml marks them `computed = "first_victim"` and `computed = "first_step"`. `filled(bank)`
+quiz.toml marks them `computed = "first_victim"` and `computed = "first_step"`. `answers()`
 runs the opening settings (lesson.Params()) once per process, untraced, and gives each question
 its choices: the true answer from the run and distractors that real misconceptions lead to
 (the oldest request, the least important one, the step the queue first backed up, "never").
@@ -13,11 +13,13 @@ from functools import cache
 import numpy as np
 
 from lessons.memory import lesson
-from lessons.quiz.bank import Bank
 from sim.run import Run
 from sim.timed import run_timed
 
 NEVER = "None"  # the misconception: admission checks that requests fit, so none is pushed out
+
+# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+CHOICES = {"first_victim": "who", "first_step": "steps"}
 
 
 @cache
@@ -68,14 +70,3 @@ def answers() -> dict:
         "policy": run.config.policy.upper(),
         "usable": run.kv_blocks_usable,
     }
-
-
-@cache
-def _filled(bank: Bank) -> Bank:
-    facts = answers()
-    return bank.filled({"first_victim": facts["who"], "first_step": facts["steps"]}, facts)
-
-
-def filled(bank: Bank) -> Bank:
-    """The bank with its computed questions filled from the opening run."""
-    return _filled(bank)

@@ -13,7 +13,6 @@ import numpy as np
 from lessons.course import lesson
 from lessons.kit.words import join
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.text import section
 from sim.config import SchedulerConfig
 from sim.scheduler import run_steps
 from sim.workload import Workload
@@ -79,13 +78,13 @@ def refused_count(seed: int) -> Drawn:
         "steps": join(trail),
         "answer": answer,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-refused-prompt", values),
-        answer=float(answer),
-        unit="requests",
-        solution=section(TEXT, "exercise-refused-solution", values),
+    return Drawn.from_text(
+        TEXT,
+        "refused",
+        values,
+        answer,
+        "requests",
         rtol=0.0,
-        atol=0.0,
         params={"limit": limit, "decodes": decodes, "long": long, "prompts": prompts},
     )
 

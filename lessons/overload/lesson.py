@@ -22,7 +22,7 @@ import numpy as np
 
 from lessons.kit import shared, sizing
 from lessons.kit.controls import Steps, control
-from lessons.kit.selection import selection
+from lessons.kit.selection import scheduled
 from lessons.kit.sizing import last_begun, sized
 from lessons.overload.readout import Gateway, Queue, Readout, Served, Signals
 from sim.cost import Deployment
@@ -243,11 +243,7 @@ def build(p: Params) -> Readout:
     lim_p99, peak_p99 = sel(bound, "ttft_ms_p99", 1e-3), sel(loose, "ttft_ms_p99", 1e-3)
     gate = gateway(key, target_ms, limit)
     return Readout(
-        **selection(p, dtype=p.dtype),
-        weights_fit=made.weights_fit,
-        num_gpu_blocks=config.num_gpu_blocks,
-        budget=config.max_num_batched_tokens,
-        max_num_seqs=config.max_num_seqs,
+        **scheduled(p, config, made.weights_fit, dtype=p.dtype),
         requests=n,
         full_batch=made.full_batch,
         batches=n / made.full_batch,

@@ -12,10 +12,12 @@ from functools import cache
 
 from lessons.overload import lesson
 from lessons.overload.figures import labels
-from lessons.quiz.bank import Bank
 
 FACTORS = (1.5, 2, 3, 5, 10, 20, 50, 100)
 GAP = 1.6  # a wrong factor is at least this many times off the true one
+
+# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+CHOICES = {"p99_growth": "choices"}
 
 
 def _nice(ratio: float) -> float:
@@ -57,14 +59,3 @@ def answers() -> dict:
         "extra": r.load_pct - 100,
         "choices": tuple(choices),
     }
-
-
-@cache
-def _filled(bank: Bank) -> Bank:
-    facts = answers()
-    return bank.filled({"p99_growth": facts["choices"]}, facts)
-
-
-def filled(bank: Bank) -> Bank:
-    """The bank with its computed question filled from the opening sweep."""
-    return _filled(bank)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.kit.selection import Selection
+from lessons.kit.selection import Scheduled
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,12 +55,8 @@ class Gateway:
 
 
 @dataclass(frozen=True, eq=False)
-class Readout(Selection):
+class Readout(Scheduled):
     # the setting
-    weights_fit: bool
-    num_gpu_blocks: int
-    budget: int
-    max_num_seqs: int
     requests: int
     full_batch: int  # most requests running at once when all are queued (the probe burst)
     batches: float  # requests / full_batch

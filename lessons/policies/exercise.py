@@ -12,7 +12,6 @@ import numpy as np
 from lessons.course import lesson
 from lessons.kit.words import join
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.text import section
 from sim.config import SchedulerConfig
 from sim.scheduler import run_steps
 from sim.workload import Workload
@@ -63,13 +62,13 @@ def sjf_first_token(seed: int) -> Drawn:
         "ahead": sum(outputs[i] for i in ahead),
         "answer": answer,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-sjf-prompt", values),
-        answer=float(answer),
-        unit="step",
-        solution=section(TEXT, "exercise-sjf-solution", values),
+    return Drawn.from_text(
+        TEXT,
+        "sjf",
+        values,
+        answer,
+        "step",
         rtol=0.0,
-        atol=0.0,
         params={"prompts": prompts, "outputs": outputs, "target": names[target]},
     )
 

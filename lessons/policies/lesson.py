@@ -20,7 +20,7 @@ import numpy as np
 from lessons.kit import shared
 from lessons.kit.anim import sample_steps
 from lessons.kit.controls import Choice, Steps, Toggle, control
-from lessons.kit.selection import selection
+from lessons.kit.selection import scheduled
 from lessons.policies.readout import Queue, Readout
 from sim.cost import Deployment
 from sim.generators import WorkloadSpec
@@ -232,11 +232,7 @@ def build(p: Params) -> Readout:
     cfg = run.config
     never_queues = bool(each("peak_waiting").max() == 0)
     return Readout(
-        **selection(p, dtype=p.dtype),
-        weights_fit=made.weights_fit,
-        num_gpu_blocks=cfg.num_gpu_blocks,
-        budget=cfg.max_num_batched_tokens,
-        max_num_seqs=cfg.max_num_seqs,
+        **scheduled(p, cfg, made.weights_fit, dtype=p.dtype),
         prefix_caching=p.prefix_caching,
         requests=wl.num_requests,
         interactive=wl.num_requests - batch,

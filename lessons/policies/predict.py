@@ -13,7 +13,9 @@ import numpy as np
 
 from lessons.policies import lesson
 from lessons.policies.figures import labels
-from lessons.quiz.bank import Bank
+
+# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+CHOICES = {"lowest_int_p99": "choices"}
 
 
 @cache
@@ -35,14 +37,3 @@ def answers() -> dict:
         "batch": r.batch,
         "choices": tuple(choices),
     }
-
-
-@cache
-def _filled(bank: Bank) -> Bank:
-    facts = answers()
-    return bank.filled({"lowest_int_p99": facts["choices"]}, facts)
-
-
-def filled(bank: Bank) -> Bank:
-    """The bank with its computed question filled from the opening runs."""
-    return _filled(bank)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.kit.selection import Selection
+from lessons.kit.selection import Scheduled
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,12 +27,8 @@ class Queue:
 
 
 @dataclass(frozen=True, eq=False)
-class Readout(Selection):
+class Readout(Scheduled):
     # the run's setting
-    weights_fit: bool
-    num_gpu_blocks: int
-    budget: int
-    max_num_seqs: int
     prefix_caching: bool
     # the workload
     requests: int

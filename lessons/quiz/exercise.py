@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from lessons.text import section
 
 XP_PER_EXERCISE = 10
 ANSWER_DECIMALS = 2  # the answer box shows and takes this many decimals
@@ -27,6 +30,31 @@ class Drawn:
     rtol: float = 0.02
     atol: float = 0.0
     params: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_text(
+        cls,
+        text: Path,
+        name: str,
+        values: dict,
+        answer: float,
+        unit: str,
+        *,
+        rtol: float = 0.02,
+        atol: float = 0.0,
+        params: dict | None = None,
+    ) -> Drawn:
+        """An instance whose prompt and solution are the sections `exercise-<name>-prompt` and
+        `exercise-<name>-solution` of a lesson's `text`, filled from `values`."""
+        return cls(
+            prompt=section(text, f"exercise-{name}-prompt", values),
+            answer=float(answer),
+            unit=unit,
+            solution=section(text, f"exercise-{name}-solution", values),
+            rtol=rtol,
+            atol=atol,
+            params=params or {},
+        )
 
     def is_correct(self, value: float | None) -> bool:
         """Within the tolerance of the computed answer: relative, absolute or half a unit of the

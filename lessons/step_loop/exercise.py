@@ -14,7 +14,6 @@ import numpy as np
 
 from lessons.quiz.exercise import Drawn, ExerciseSpec
 from lessons.step_loop.lesson import BLOCK_SIZE, MAX_MODEL_LEN
-from lessons.text import section
 from sim.config import SchedulerConfig
 from sim.kv import cdiv
 from sim.scheduler import run_steps
@@ -56,14 +55,8 @@ def blocks_after_steps(seed: int) -> Drawn:
         "held": prompt + step - 1,
         "answer": answer,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-blocks-prompt", values),
-        answer=float(answer),
-        unit="blocks",
-        solution=section(TEXT, "exercise-blocks-solution", values),
-        rtol=0.0,
-        atol=0.0,
-        params={"prompt": prompt, "step": step},
+    return Drawn.from_text(
+        TEXT, "blocks", values, answer, "blocks", rtol=0.0, params={"prompt": prompt, "step": step}
     )
 
 
@@ -92,13 +85,13 @@ def seq_budget_wait(seed: int) -> Drawn:
         "third": 2 * output + 1,
         "answer": answer,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-seats-prompt", values),
-        answer=float(answer),
-        unit="step",
-        solution=section(TEXT, "exercise-seats-solution", values),
+    return Drawn.from_text(
+        TEXT,
+        "seats",
+        values,
+        answer,
+        "step",
         rtol=0.0,
-        atol=0.0,
         params={"seqs": seqs, "count": count, "output": output},
     )
 

@@ -201,9 +201,7 @@ def compare_modes(sync: Run, sync_rep: Replay, asyn: Run, async_rep: Replay) -> 
 def build(p: Params) -> Readout:
     """The replay and every number the page quotes, for one selection."""
     gpu = get_gpu(p.gpu)
-    budget, asked = limits.effective(
-        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
-    )
+    budget, asked = limits.effective_for(p)
     seqs = min(asked, budget)  # vLLM refuses a budget below max_num_seqs (limits_refused)
     cfg = config(p.blocks, budget, seqs, async_scheduling=p.async_scheduling)
     dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)

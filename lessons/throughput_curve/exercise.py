@@ -20,7 +20,6 @@ import numpy as np
 from lessons.course import ROOT
 from lessons.kit import limits
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.text import section
 from lessons.throughput_curve import lesson
 from sim.config import SchedulerConfig
 from sim.cost import Deployment, step_costs
@@ -142,14 +141,8 @@ def _throughput(seed: int) -> Drawn:
         "steps_per_s": 1e3 / r["step_ms"],
         "answer": r["answer"],
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-throughput", v),
-        answer=r["answer"],
-        unit="tokens/s",
-        solution=section(TEXT, "exercise-throughput-solution", v),
-        rtol=0.02,
-        params={"gpu": d.gpu, "model": d.model, "n": d.n, "context": d.context},
-    )
+    params = {"gpu": d.gpu, "model": d.model, "n": d.n, "context": d.context}
+    return Drawn.from_text(TEXT, "throughput", v, r["answer"], "tokens/s", params=params)
 
 
 def _pick(seed: int) -> Drawn:
@@ -172,14 +165,9 @@ def _pick(seed: int) -> Drawn:
         "answer_ms": float(r["table_ms"][i]) if i >= 0 else float("nan"),
         "next_note": nxt,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-pick", v),
-        answer=float(r["answer"]),
-        unit="sequences",
-        solution=section(TEXT, "exercise-pick-solution", v),
-        rtol=0.0,
-        atol=0.5,
-        params={"gpu": d.gpu, "model": d.model, "context": d.context, "target": r["target"]},
+    params = {"gpu": d.gpu, "model": d.model, "context": d.context, "target": r["target"]}
+    return Drawn.from_text(
+        TEXT, "pick", v, r["answer"], "sequences", rtol=0.0, atol=0.5, params=params
     )
 
 

@@ -258,9 +258,7 @@ def build(p: Params) -> Readout:
     dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=dtype)
     c = decode_curves(p.gpu, p.model, p.tp, dtype, p.context, p.async_scheduling)
     other = decode_curves(p.gpu, p.model, p.tp, dtype, p.context, not p.async_scheduling)
-    budget, seqs = limits.effective(
-        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
-    )
+    budget, seqs = limits.effective_for(p)
     model = get_model(p.model)
     pool = kv_pool(p.gpu, p.model, tp=p.tp, dtype=dtype, max_num_batched_tokens=budget)
     kv_cap = kv_capacity(dep, p.context, budget) if pool.fits else 0

@@ -57,11 +57,12 @@ def first_chunk(seed: int) -> Drawn:
     """Prompt tokens in the new request's first step."""
     r, values = _drawn(seed)
     values["answer"] = r.first_chunk
-    return Drawn(
-        prompt=section(TEXT, "exercise-first-chunk-prompt", values),
-        answer=float(r.first_chunk),
-        unit="tokens",
-        solution=section(TEXT, "exercise-first-chunk-solution", values),
+    return Drawn.from_text(
+        TEXT,
+        "first-chunk",
+        values,
+        r.first_chunk,
+        "tokens",
         rtol=0.0,
         params={"budget": r.budget, "decodes": r.running, "prompt": r.prompt},
     )
@@ -88,11 +89,12 @@ def cached_prefix(seed: int) -> Drawn:
         "hit": r.hit_tokens,
         "answer": r.needed,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-cached-prompt", values),
-        answer=float(r.needed),
-        unit="tokens",
-        solution=section(TEXT, "exercise-cached-solution", values),
+    return Drawn.from_text(
+        TEXT,
+        "cached",
+        values,
+        r.needed,
+        "tokens",
         rtol=0.0,
         params={"prompt": r.prompt, "cached": r.cached, "budget": r.budget},
     )

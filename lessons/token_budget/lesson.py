@@ -95,9 +95,7 @@ class Replay:
 
 
 def setting(p: Params) -> Setting:
-    budget, seqs = limits.effective(
-        p.gpu, p.vllm_defaults, p.max_num_batched_tokens, p.max_num_seqs
-    )
+    budget, seqs = limits.effective_for(p)
     dtype = p.dtype if get_gpu(p.gpu).fp8_tflops else "bf16"
     running = max(0, min(p.decodes, seqs - 1, budget - 1))
     cached = p.prompt * p.cached_pct // 100

@@ -11,7 +11,6 @@ import numpy as np
 
 from lessons.course import lesson
 from lessons.quiz.exercise import Drawn, ExerciseSpec
-from lessons.text import section
 from sim.config import SchedulerConfig
 from sim.scheduler import run_steps
 from sim.workload import Workload
@@ -70,11 +69,12 @@ def hit_rate(seed: int) -> Drawn:
         "hits": hits,
         "answer": answer,
     }
-    return Drawn(
-        prompt=section(TEXT, "exercise-hits-prompt", values),
-        answer=float(round(answer, 1)),
-        unit="%",
-        solution=section(TEXT, "exercise-hits-solution", values),
+    return Drawn.from_text(
+        TEXT,
+        "hits",
+        values,
+        float(round(answer, 1)),
+        "%",
         rtol=0.0,
         atol=0.1,
         params={"count": count, "system": system, "own": own},

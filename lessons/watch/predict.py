@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from lessons.quiz.bank import Bank
 from lessons.watch import lesson
 from lessons.watch.figures import labels
+
+# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+CHOICES = {"waiting_end": "choices"}
 
 
 @cache
@@ -29,14 +31,3 @@ def answers() -> dict:
         "load_pct": r.load_pct,
         "choices": tuple(choices),
     }
-
-
-@cache
-def _filled(bank: Bank) -> Bank:
-    facts = answers()
-    return bank.filled({"waiting_end": facts["choices"]}, facts)
-
-
-def filled(bank: Bank) -> Bank:
-    """The bank with its computed question filled from the opening run."""
-    return _filled(bank)
