@@ -74,17 +74,30 @@
     });
   }
   // A link with play=1 (ui/autoplay.py) marks the page's animations with a token: the first
-  // one drawn with a token not played yet comes into view and plays from its first frame.
-  const played = new Set();
+  // one drawn with a token comes into view and plays from its first frame. It counts as played
+  // once it ends or is interrupted (Pause, a key, the slider); if it is drawn again before
+  // that (Streamlit may redraw a chart as the page settles), it starts again, at most 3 times.
+  const autoplays = new Map(); // token: { done, tries, at }
   function autoplay() {
     if (!window.Plotly) return;
     for (const gd of document.querySelectorAll("[data-testid=stPlotlyChart] .js-plotly-plot")) {
       const token = gd.layout && gd.layout.meta && gd.layout.meta.play;
-      if (!token || played.has(token) || !animated(gd) || !gd._fullLayout.sliders) continue;
-      played.add(token);
+      if (!token || !animated(gd) || !gd._fullLayout.sliders) continue;
+      if (!autoplays.has(token)) autoplays.set(token, { done: false, tries: 0, at: 0 });
+      const a = autoplays.get(token);
+      if (a.done || a.tries >= 3 || playing(gd) || 1500 > Date.now() - a.at) return;
+      a.tries += 1;
+      a.at = Date.now();
+      if (gd.__stepwisePlay !== token) {
+        gd.__stepwisePlay = token;
+        const over = function () { a.done = true; };
+        gd.on("plotly_animated", over);
+        gd.on("plotly_animationinterrupted", over);
+      }
       current = gd;
       gd.scrollIntoView({ block: "center" });
       play(gd, 0);
+      return;
     }
   }
   window.setInterval(autoplay, 250);

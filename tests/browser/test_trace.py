@@ -38,3 +38,23 @@ def test_uploading_a_trace(page: Page, app_url: str):
     with page.expect_download() as got:
         page.get_by_role("button", name="Download every request's results (CSV)").click()
     assert got.value.suggested_filename == "stepwise-requests.csv"
+
+
+def test_the_upload_cap_is_on_screen_and_holds(page: Page, app_url: str, shots):
+    """The cap is MAX_UPLOAD_MB, not Streamlit's 200 MB: said in the text and in the drop zone,
+    and a bigger file is turned away in the browser with a message, never run."""
+    from lessons.trace_lab.tool import MAX_UPLOAD_MB
+
+    open_page(page, f"{app_url}/trace?trc-trace=Your+file", charts=0)
+    zone = page.locator("[data-testid=stFileUploaderDropzone]")
+    expect(zone).to_contain_text(f"{MAX_UPLOAD_MB}MB per file")
+    assert "200MB" not in zone.inner_text()
+    expect(page.get_by_text(f"Up to {MAX_UPLOAD_MB} MB")).to_be_visible()
+    header = b"arrival_s,prompt_tokens,output_tokens\n"
+    big = header + b"0,100,20\n" * ((MAX_UPLOAD_MB * 1024 * 1024) // 9 + 1000)
+    _upload(page, "big.csv", big)
+    expect(page.get_by_text(f"{MAX_UPLOAD_MB}.0MB or smaller")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("requests arriving over")).to_have_count(0)
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    zone.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "trace_upload_too_big.png"))
