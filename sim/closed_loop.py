@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.window import _running_kv_read
+from sim.step_arrays import running_kv_read
 
 
 class ClosedLoopMixin:
@@ -44,7 +44,7 @@ class ClosedLoopMixin:
         if stop <= 0:
             return 0
         m = stop
-        kv_r = _running_kv_read(running[0], comp0, T)
+        kv_r = running_kv_read(running[0], comp0, T)
         ms = np.asarray(
             self.timer(*self._step_shapes(m, running[2], kv_r, admits)), dtype=np.float64
         )
