@@ -29,6 +29,11 @@ def cdiv(a: ArrayLike, b: ArrayLike) -> Any:
     return -(-a // b)
 
 
+# The key of a finished request's own block while it waits in the free queue: hashed (it goes
+# to the queue's back) but in no hash map entry, as no request will ask for it again.
+_GONE = ("gone", -1, -1)
+
+
 class PrefixCachePool:
     """vLLM's block pool with prefix caching. Block 0 is the null block and is never handed out.
 
@@ -155,6 +160,11 @@ class PrefixCachePool:
         for _ in range(count - take):  # then hashed ones, least recently freed first
             b, _ = self._lru.popitem(last=False)
             key = self._hash[b]
+            if key is _GONE:
+                self._hash[b] = None
+                ref[b] = 1
+                table.append(b)
+                continue
             owners = self._cached[key]
             owners.remove(b)
             run = self._prefix_run.get(key[1]) if key[0] == "p" else None
@@ -169,19 +179,23 @@ class PrefixCachePool:
             table.append(b)
 
     def cache(self, r: int, num_full_blocks: int) -> None:
-        """Hash r's blocks that are now full of known, scheduled tokens (never un-hashes)."""
+        """Hash r's blocks that are now full of known, scheduled tokens (never un-hashes).
+
+        Only r itself can hit its own blocks (past its shared prefix), and only after it has
+        freed them: they enter the hash map when freed (`free`), in the order they would have
+        entered it here (no other block takes an own key of r meanwhile)."""
         done = int(self.num_cached[r])
         if not self.hashing or num_full_blocks <= done:
             return
-        table, hashes, cached = self._tables[r], self._hash, self._cached
         shared = self._prefix_blocks[r]
-        pid = self._prefix_id[r]
-        for j in range(done, num_full_blocks):
-            b = table[j]
-            key = ("p", pid, j) if j < shared else ("r", r, j)
-            hashes[b] = key
-            cached.setdefault(key, []).append(b)
-        if done < shared and pid >= 0:  # prefix blocks hashed: the prefix's run may grow
+        if done < shared:  # prefix blocks hashed: the prefix's run may grow
+            table, hashes, cached = self._tables[r], self._hash, self._cached
+            pid = self._prefix_id[r]
+            for j in range(done, min(num_full_blocks, shared)):
+                b = table[j]
+                key = ("p", pid, j)
+                hashes[b] = key
+                cached.setdefault(key, []).append(b)
             run = self._prefix_run.setdefault(pid, [])
             while ("p", pid, len(run)) in cached:
                 run.append(cached[("p", pid, len(run))][0])
@@ -189,8 +203,25 @@ class PrefixCachePool:
             self.own_hashed[r] = True
         self.num_cached[r] = num_full_blocks
 
-    def free(self, r: int) -> None:
-        """Release all of r's blocks, tail first: hashed to the back, unhashed to the front."""
+    def _hash_own(self, r: int, finished: bool) -> None:
+        """Give r's own full blocks not in the hash map yet their keys; a finished request's
+        (never looked up again) a key that only marks them hashed (`_GONE`), no map entry."""
+        table, hashes, cached = self._tables[r], self._hash, self._cached
+        for j in range(self._prefix_blocks[r], int(self.num_cached[r])):
+            b = table[j]
+            if hashes[b] is None:
+                if finished:
+                    hashes[b] = _GONE
+                else:
+                    key = ("r", r, j)
+                    hashes[b] = key
+                    cached.setdefault(key, []).append(b)
+
+    def free(self, r: int, finished: bool = False) -> None:
+        """Release all of r's blocks, tail first: hashed to the back, unhashed to the front.
+        `finished`: r never comes back (its own blocks will not be looked up)."""
+        if self.hashing:
+            self._hash_own(r, finished)
         table, ref, hashes = self._tables[r], self._ref, self._hash
         lru, unhashed = self._lru, self._free_unhashed
         for b in reversed(table):

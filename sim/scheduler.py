@@ -689,7 +689,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         self.blocks[fin] = 0
         if self.pool is not None:
             for r in fin.tolist():
-                self.pool.free(r)
+                self.pool.free(r, finished=True)
             self.free = self.pool.num_free
         self.num_finished += fin.shape[0]
 
