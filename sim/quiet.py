@@ -168,13 +168,14 @@ class QuietRunMixin:
         )
         self.log.add_block(block, starts, ms)
         if self.detail is not None:
+            one = np.ones(nR, dtype=np.int64)  # read-only, shared by the run's steps
             for i in range(m):
                 self.detail.append(
                     StepDetail(
                         step=k0 + i,
                         arrived=self.arrived_now if i == 0 else _EMPTY,
                         scheduled_req=R,
-                        scheduled_tokens=np.ones(nR, dtype=np.int64),
+                        scheduled_tokens=one,
                         new=_EMPTY,
                         resumed=_EMPTY,
                         preempted=_EMPTY,
