@@ -65,14 +65,15 @@ class PrefixCachePool:
         self._prefix_run: dict[int, list[int]] = {}
         n = int(prefix_id.shape[0])
         self._tables: list[list[int]] = [[] for _ in range(n)]
-        # Full blocks of each request that are hashed (an array: the scheduler filters on it).
+        # Full blocks of each request that count as hashed (an array: the scheduler filters on
+        # it); its own blocks past the shared prefix enter the hash map when it frees them.
         self.num_cached = np.zeros(n, dtype=np.int64)
         # Number of leading blocks of each request that are prefix blocks.
         prefix_blocks = np.where(prefix_id >= 0, prefix_tokens // block_size, 0)
         self._prefix_blocks = prefix_blocks.tolist()
         self._prefix_id = prefix_id.tolist()
         self._prefix_arrays = (np.asarray(prefix_id, dtype=np.int64), prefix_blocks)
-        self.own_hashed = np.zeros(n, dtype=bool)  # r has hashed a block past its shared prefix
+        self.own_hashed = np.zeros(n, dtype=bool)  # r has filled a block past its shared prefix
 
     @property
     def num_free(self) -> int:

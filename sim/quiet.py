@@ -168,7 +168,8 @@ class QuietRunMixin:
         )
         self.log.add_block(block, starts, ms)
         if self.detail is not None:
-            one = np.ones(nR, dtype=np.int64)  # read-only, shared by the run's steps
+            one = np.ones(nR, dtype=np.int64)  # shared by the run's steps
+            one.flags.writeable = False
             for i in range(m):
                 self.detail.append(
                     StepDetail(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from lessons.course import lesson
+from lessons.kit import story
 from lessons.quiz.rooms import Rooms
 from lessons.quiz.store import open_store
 from tests.apptest_util import charts, run_page
@@ -18,18 +19,20 @@ def _rooms() -> Rooms:
     return Rooms(open_store(None).engine)
 
 
-def _revealed_room(lesson_id: str, choices: list[bool]) -> str:
-    """A room on `lesson_id` whose first computed question was asked, answered by one student
-    per entry of `choices` (True: the right answer) and revealed."""
+def _revealed_room(lesson_id: str, choices: list[bool], questions: int = 1) -> str:
+    """A room on `lesson_id` whose first `questions` computed questions were asked, answered
+    by one student per entry of `choices` (True: the right answer) and revealed."""
     r = _rooms()
     code, token = r.open(lesson_id)
-    q = next(q for q in lesson(lesson_id).bank().questions if q.computed)
-    number = r.push(code, token, q.id)
-    wrong = next(c for c in q.shown_choices if c != q.correct_choice)
-    for i, right in enumerate(choices):
+    for i in range(len(choices)):
         r.join(code, f"student-{i:010d}", f"student {i}")
-        r.answer(code, number, f"student-{i:010d}", q.correct_choice if right else wrong, right)
-    r.reveal(code, token, number)
+    for q in [q for q in lesson(lesson_id).bank().questions if q.computed][:questions]:
+        number = r.push(code, token, q.id)
+        wrong = next(c for c in q.shown_choices if c != q.correct_choice)
+        for i, right in enumerate(choices):
+            choice = q.correct_choice if right else wrong
+            r.answer(code, number, f"student-{i:010d}", choice, right)
+        r.reveal(code, token, number)
     return code
 
 
@@ -85,26 +88,62 @@ def test_a_bad_room_in_the_link_is_reported_and_the_lesson_asks(how):
         raw, token = r.open("watch")
         r.push(raw, token, next(q for q in lesson("watch").bank().questions if q.computed).id)
     else:
-        raw = "[x](http://e.x)\n# big"
+        raw = "#a\n[b](c)"  # shorter than the cut: all of it is shown, as plain text
     at = run_page(lesson("watch").page, query={"wch-room": raw}, timeout=180)
     (warning,) = [w.value for w in at.warning if "class room" in w.value]
     assert "](" not in warning and "\n#" not in warning
+    if how == "hostile":  # shown whole, but as plain text
+        assert "\\#a \\[b\\]\\(c\\)" in warning  # escaped: Markdown shows it as typed
     assert _predict_radios(at)  # the lesson asks as usual
     assert "wch-room" not in at.query_params
 
 
-def test_memory_opens_at_the_step_the_answer_is_about():
+@pytest.mark.parametrize("revealed", [1, 2])
+def test_memory_waits_for_every_prediction_before_it_answers(revealed):
+    """Two predictions: with one revealed in class, the other is still asked and nothing gives
+    it away; with both, the stepper opens at the step the answer is about."""
     from lessons.memory import lesson as memory
     from lessons.memory import predict
 
-    code = _revealed_room("memory", [True])
-    at = run_page(lesson("memory").page, query={"mem-room": code}, timeout=180)
-    assert at.slider(key=memory.STEP_KEY).value == predict.answers()["step"]
-    assert len(_predict_radios(at)) == 1  # two to predict: the class answered one of them
+    code = _revealed_room("memory", [True], questions=revealed)
+    at = run_page(lesson("memory").page, query={"mem-room": code, "play": "1"}, timeout=180)
+    step = at.slider(key=memory.STEP_KEY).value
+    assert len(_predict_radios(at)) == 2 - revealed
+    wait = story.text(lesson("memory").text_path, "rest-wait")
+    animated = [c for c in charts(at) if c.get("frames")]
+    assert animated
+    if revealed == 1:
+        assert wait in _texts(at) and step != predict.answers()["step"]
+        assert all("play" not in c["layout"]["meta"] for c in animated)  # no spoiler
+    else:
+        assert wait not in _texts(at) and step == predict.answers()["step"]
+        assert all(c["layout"]["meta"].get("play") for c in animated)
 
 
-def test_reset_forgets_the_room(watch_from_class):
-    code, at = watch_from_class
+def test_a_lesson_seen_before_the_class_link_follows_the_link():
+    at = run_page(lesson("watch").page, timeout=180)
+    assert _predict_radios(at)
+    code = _revealed_room("watch", [True])
+    at.query_params["wch-room"] = code
+    at.run()
+    assert not _predict_radios(at) and "Your class: **1 of 1**" in _texts(at)
+    other = _revealed_room("watch", [False, False])  # a second class, same session
+    at.query_params["wch-room"] = other
+    at.run()
+    assert "Your class: **0 of 2**" in _texts(at) and at.query_params["wch-room"] == other
+
+
+def test_back_to_the_opening_run_keeps_the_class_room():
+    code = _revealed_room("watch", [True])
+    at = run_page(lesson("watch").page, query={"wch-room": code, "wch-itl": "50"}, timeout=180)
+    at.button(key="wch-predict-opening").click().run()
+    assert not _predict_radios(at) and "Your class: **1 of 1**" in _texts(at)
+    assert at.query_params["wch-room"] == code
+
+
+def test_reset_forgets_the_room():
+    code = _revealed_room("watch", [True])
+    at = run_page(lesson("watch").page, query={"wch-room": code}, timeout=180)
     at.button(key="wch-reset").click().run()
     assert _predict_radios(at)
     assert "wch-room" not in at.query_params

@@ -88,6 +88,6 @@ def test_after_a_revealed_prediction_the_host_runs_it_in_the_lesson_presenting()
     teacher.button(key="class-reveal").click().run()
     teacher.button(key="class-run").click().run()
     assert not teacher.exception, [e.value for e in teacher.exception]
-    assert "Your class: **0 of 0**" in _texts(teacher)  # the watch lesson, the class's answers
+    assert "revealed this one without an answer in" in _texts(teacher)  # the watch lesson
     assert teacher.query_params["wch-room"] == code and teacher.query_params["present"] == "1"
     assert teacher.toggle(key="w:present").value

@@ -65,8 +65,9 @@
     const t = gd._transitionData;
     return Boolean(t && t._frameQueue && t._frameQueue.length);
   }
-  function play(gd, from) {
-    const names = gd._transitionData._frames.slice(from).map(function (f) { return f.name; });
+  function play(gd, from, to) {
+    const frames = gd._transitionData._frames;
+    const names = frames.slice(from, to ?? frames.length).map(function (f) { return f.name; });
     window.Plotly.animate(gd, names, {
       mode: "immediate",
       frame: { duration: 300, redraw: true },
@@ -74,33 +75,41 @@
     });
   }
   // A link with play=1 (ui/autoplay.py) marks the page's animations with a token: the first
-  // one drawn with a token comes into view and plays from its first frame. It counts as played
-  // once it ends or is interrupted (Pause, a key, the slider); if it is drawn again before
-  // that (Streamlit may redraw a chart as the page settles), it starts again, at most 3 times.
-  const autoplays = new Map(); // token: { done, tries, at }
+  // one drawn with a token comes into view and plays from its first frame (to the end, or
+  // under a stepper to the stepper's step), once. Once it has stopped (at its end, or paused)
+  // it is done; if Streamlit draws the chart anew while it plays (Plotly's animation state is
+  // then a new object), it starts again, at most 3 times. A click or a key of the viewer's
+  // ends it too: from then on what plays is theirs.
+  const autoplays = new Map(); // token: { done, tries, at, state }
   function autoplay() {
     if (!window.Plotly) return;
     for (const gd of document.querySelectorAll("[data-testid=stPlotlyChart] .js-plotly-plot")) {
       const token = gd.layout && gd.layout.meta && gd.layout.meta.play;
       if (!token || !animated(gd) || !gd._fullLayout.sliders) continue;
-      if (!autoplays.has(token)) autoplays.set(token, { done: false, tries: 0, at: 0 });
+      if (!autoplays.has(token)) autoplays.set(token, { done: false, tries: 0, at: 0, state: null });
       const a = autoplays.get(token);
       if (a.done || a.tries >= 3 || playing(gd) || 1500 > Date.now() - a.at) return;
+      if (a.state && gd._transitionData === a.state) {
+        a.done = true; // it played and stopped
+        return;
+      }
       a.tries += 1;
       a.at = Date.now();
-      if (gd.__stepwisePlay !== token) {
-        gd.__stepwisePlay = token;
-        const over = function () { a.done = true; };
-        gd.on("plotly_animated", over);
-        gd.on("plotly_animationinterrupted", over);
-      }
       current = gd;
       gd.scrollIntoView({ block: "center" });
-      play(gd, 0);
+      const meta = gd.layout.meta;
+      play(gd, 0, meta.stepper != null ? meta.start + 1 : undefined);
+      a.state = gd._transitionData;
       return;
     }
   }
   window.setInterval(autoplay, 250);
+  function takenOver() {
+    // a click or a key from the viewer: what plays is theirs from now on
+    autoplays.forEach(function (a) { a.done = true; });
+  }
+  document.addEventListener("pointerdown", takenOver, true);
+  document.addEventListener("keydown", takenOver, true);
   function onScreen() {
     // the animated chart with the most of itself inside the window (none pointed at yet)
     let best = null;

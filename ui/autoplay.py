@@ -6,7 +6,8 @@ The key leaves the address bar at once (a reload or a shared link does not repla
 in the lesson's session marks the page's animations (`layout.meta.play`, ui/lesson_page.py), and
 the browser script (ui/anim_link.js) plays the first animation carrying a token it has not
 played yet. The token stays in the figures, so a rerun that redraws nothing else leaves each
-chart as it is, and Reset this lesson forgets it (a lesson-own key).
+chart as it is, and Reset this lesson forgets it (a lesson-own key). While a lesson still asks
+its predictions, nothing is marked (ui/predict.py): the animation would give the answer away.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import uuid
 
 import streamlit as st
 
+from lessons.course import SITE_TEXT
+from lessons.text import section
 from ui.links import bad_link
 
 KEY = "play"
@@ -32,5 +35,6 @@ def token(prefix: str) -> str | None:
         if raw == "1":
             st.session_state[_state_key(prefix)] = uuid.uuid4().hex[:12]
         else:
-            bad_link(KEY, raw, "1", "the animations paused")
+            expected, default = (section(SITE_TEXT, f"play-{n}") for n in ("expected", "default"))
+            bad_link(KEY, raw, expected, default)
     return st.session_state.get(_state_key(prefix))

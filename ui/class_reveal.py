@@ -30,7 +30,6 @@ from ui.state import rooms
 class ClassAnswer:
     """How a room answered one revealed question."""
 
-    number: int  # the round
     right: int
     answered: int
 
@@ -57,7 +56,7 @@ def answers(code: str, asked: list[Question]) -> dict[str, ClassAnswer]:
         if q.id in revealed:
             number = revealed[q.id]
             counts = r.counts(code, number)
-            out[q.id] = ClassAnswer(number, counts.get(q.correct_choice, 0), sum(counts.values()))
+            out[q.id] = ClassAnswer(counts.get(q.correct_choice, 0), sum(counts.values()))
     return out
 
 
@@ -77,11 +76,12 @@ def _checked(lesson_id: str, raw: str, asked: list[Question]) -> str | None:
 
 def followed(prefix: str, lesson_id: str, asked: list[Question]) -> tuple[str | None, bool]:
     """The room this session's lesson follows (None: none), and whether the link set it just
-    now (the page then opens where the answer is shown)."""
+    now (the page then opens where the answer is shown). A link naming another room than the
+    one followed (a second class, or a lesson seen before the class) is checked afresh."""
     key = _state_key(prefix)
+    raw = st.query_params.get(url_key(prefix))
     new = False
-    if key not in st.session_state:
-        raw = st.query_params.get(url_key(prefix))
+    if key not in st.session_state or (raw is not None and raw != st.session_state[key]):
         st.session_state[key] = None if raw is None else _checked(lesson_id, raw, asked)
         new = st.session_state[key] is not None
     code = st.session_state[key]
@@ -89,9 +89,26 @@ def followed(prefix: str, lesson_id: str, asked: list[Question]) -> tuple[str | 
     return code, new
 
 
+def forget(prefix: str) -> None:
+    """Let the lesson read its room from the next link afresh (the host's Run it)."""
+    st.session_state.pop(_state_key(prefix), None)
+
+
+def kept(prefix: str) -> str | None:
+    """The room the lesson follows, to carry over a reset of its own values (`keep`)."""
+    return st.session_state.get(_state_key(prefix))
+
+
+def keep(prefix: str, code: str | None) -> None:
+    """Follow `code` again after a reset (the address bar follows at the next run)."""
+    if code is not None:
+        st.session_state[_state_key(prefix)] = code
+
+
 def show_answer(q: Question, number: int, answer: ClassAnswer) -> None:
     """A predict question's card as the class answered it."""
     with st.container(border=True):
         st.markdown(f"**{number}.** {q.prompt}")
         values = {"right": answer.right, "answered": answer.answered, "answer": q.correct_choice}
-        st.markdown(section(SITE_TEXT, "class-answered", values))
+        name = "class-answered" if answer.answered else "class-answered-none"
+        st.markdown(section(SITE_TEXT, name, values))

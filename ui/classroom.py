@@ -202,6 +202,7 @@ def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
                 if st.button(words("host-run", lesson=taught.title), key="class-run",
                              icon=":material/play_arrow:"):  # fmt: skip
                     present.turn_on()  # a link's present=1 is read only by a new session
+                    class_reveal.forget(taught.prefix)  # the lesson reads the room afresh
                     st.switch_page(taught.page, query_params=class_reveal.link_params(taught, code))
         else:
             st.button(words("host-reveal"), key="class-reveal", type="primary",

@@ -23,14 +23,24 @@ def _asked(page: LessonPage) -> list:
     return [q for q in page.lesson.bank().questions if q.computed]
 
 
-def _answered(page: LessonPage) -> bool:
-    first = progress().first
-    return all(question_key(page.lesson.id, q.id) in first for q in _asked(page))
-
-
 def _room(page: LessonPage) -> tuple[str | None, bool]:
     """The class room whose reveal the page follows (ui/class_reveal.py), and whether it is new."""
     return class_reveal.followed(page.prefix, page.lesson.id, _asked(page))
+
+
+def _by_class(page: LessonPage) -> dict:
+    """The questions the followed class room has revealed, and how the class answered them."""
+    room = _room(page)[0]
+    return {} if room is None else class_reveal.answers(room, _asked(page))
+
+
+def _answered(page: LessonPage, by_class: dict | None = None) -> bool:
+    """Every computed question answered: by the learner, or revealed in the class room."""
+    first = progress().first
+    by_class = _by_class(page) if by_class is None else by_class
+    return all(
+        q.id in by_class or question_key(page.lesson.id, q.id) in first for q in _asked(page)
+    )
 
 
 def skip_key(prefix: str) -> str:
@@ -73,8 +83,7 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
     controls, and redraws the question box too when they cross into or out of the opening
     ones."""
     opening = _opening(page) if params is None else params == page.params_cls()
-    skipped = st.session_state.get(skip_key(page.prefix)) or _room(page)[0] is not None
-    asking = not skipped and not _answered(page)
+    asking = not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
     if params is not None and asking:  # afterwards the box has no skip button to keep in step
         _follow(page, opening)
     return opening and asking
@@ -82,8 +91,11 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
 
 def _back_to_opening(page: LessonPage) -> None:
     """on_click of "Back to the opening run": Reset this lesson, and set the
-    settings that follow the learner (GPU, model, ...) to this lesson's opening values."""
+    settings that follow the learner (GPU, model, ...) to this lesson's opening values. A class
+    room the lesson follows stays followed (Reset this lesson forgets it)."""
+    room = class_reveal.kept(page.prefix)
     page.reset()
+    class_reveal.keep(page.prefix, room)
     for name, d in page.declared.items():
         if d.spec.shared:
             page.set(name, d.default)
@@ -108,10 +120,11 @@ def predict_box(
         st.session_state[skip_key(page.prefix)] = True
 
     asked = _asked(page)
-    room, new = _room(page)
-    if new and step_key is not None and opening:  # the class answered: open at the answer
+    new = _room(page)[1]
+    by_class = _by_class(page)
+    answered = _answered(page, by_class)
+    if new and answered and step_key is not None and opening:  # the class answered them all
         st.session_state[step_key] = step
-    by_class = {} if room is None else class_reveal.answers(room, asked)
     page.say(None, "predict")
     for col, (number, q) in zip(st.columns(len(asked)), enumerate(asked, start=1), strict=True):
         with col:
@@ -119,7 +132,7 @@ def predict_box(
                 class_reveal.show_answer(q, number, by_class[q.id])
             else:
                 render_question(lesson, q, number, where="predict", on_checked=reveal)
-    if _answered(page) or by_class:
+    if answered:
         st.markdown(page.text("predict-revealed", None, **facts))
     st.session_state[_drawn_key(page.prefix)] = opening
     if not opening:
@@ -134,6 +147,7 @@ def predict_box(
         )
     held = predicting(page)
     if held:
+        page.play = None  # a link's ?play=1 waits until the answers are in (ui/autoplay.py)
         st.button(
             section(SITE_TEXT, "predict-skip"),
             key=f"{page.prefix}-predict-skip",

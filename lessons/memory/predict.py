@@ -18,7 +18,7 @@ from sim.timed import run_timed
 
 NEVER = "None"  # the misconception: admission checks that requests fit, so none is pushed out
 
-# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+# a question's `computed` name -> the entry of answers() that holds its choices (course.py)
 CHOICES = {"first_victim": "who", "first_step": "steps"}
 
 

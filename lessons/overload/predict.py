@@ -16,7 +16,7 @@ from lessons.overload.figures import labels
 FACTORS = (1.5, 2, 3, 5, 10, 20, 50, 100)
 GAP = 1.6  # a wrong factor is at least this many times off the true one
 
-# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+# a question's `computed` name -> the entry of answers() that holds its choices (course.py)
 CHOICES = {"p99_growth": "choices"}
 
 

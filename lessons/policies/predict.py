@@ -14,7 +14,7 @@ import numpy as np
 from lessons.policies import lesson
 from lessons.policies.figures import labels
 
-# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+# a question's `computed` name -> the entry of answers() that holds its choices (course.py)
 CHOICES = {"lowest_int_p99": "choices"}
 
 

@@ -12,7 +12,7 @@ from functools import cache
 from lessons.watch import lesson
 from lessons.watch.figures import labels
 
-# computed question id -> the entry of answers() that holds its choices (lessons/course.py)
+# a question's `computed` name -> the entry of answers() that holds its choices (course.py)
 CHOICES = {"waiting_end": "choices"}
 
 
