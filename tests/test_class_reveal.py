@@ -114,6 +114,9 @@ def test_memory_waits_for_every_prediction_before_it_answers(revealed):
     assert animated
     if revealed == 1:
         assert wait in _texts(at) and step != predict.answers()["step"]
+        # the revealed answer's explanation does not give the other one (its step) away
+        q1 = next(q for q in lesson("memory").bank().questions if q.computed)
+        assert f"step {predict.answers()['step']}" not in q1.explanation
         assert all("play" not in c["layout"]["meta"] for c in animated)  # no spoiler
     else:
         assert wait not in _texts(at) and step == predict.answers()["step"]

@@ -91,3 +91,18 @@ def test_after_a_revealed_prediction_the_host_runs_it_in_the_lesson_presenting()
     assert "revealed this one without an answer in" in _texts(teacher)  # the watch lesson
     assert teacher.query_params["wch-room"] == code and teacher.query_params["present"] == "1"
     assert teacher.toggle(key="w:present").value
+    (back,) = [link for link in teacher.get("page_link") if f"room {code}" in link.proto.label]
+    assert back.proto.page == "class"  # the class quiz page's url path
+    teacher.switch_page("pages/classroom.py")
+    teacher.query_params["room"] = code
+    teacher.run()  # the way back: the same session is the room's host again
+    assert f"Room {code}" in _texts(teacher) and teacher.button(key="class-next")
+
+
+def test_the_room_counts_one_student_in_the_singular():
+    teacher, code = _teacher()
+    student = run_page(PAGE, query={"room": code})
+    student.text_input(key="class-nick").input("Ann")
+    student.button[0].click().run()
+    teacher.run()
+    assert "1 student in the room" in _texts(teacher)

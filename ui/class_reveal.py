@@ -112,3 +112,11 @@ def show_answer(q: Question, number: int, answer: ClassAnswer) -> None:
         values = {"right": answer.right, "answered": answer.answered, "answer": q.correct_choice}
         name = "class-answered" if answer.answered else "class-answered-none"
         st.markdown(section(SITE_TEXT, name, values))
+
+
+def back_link(code: str) -> None:
+    """A link to the class room (its host's view in the session that hosts it)."""
+    label = section(SITE_TEXT, "class-back", {"code": code})
+    st.page_link(
+        "pages/classroom.py", label=label, query_params={"room": code}, icon=":material/groups:"
+    )

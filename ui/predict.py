@@ -134,6 +134,9 @@ def predict_box(
                 render_question(lesson, q, number, where="predict", on_checked=reveal)
     if answered:
         st.markdown(page.text("predict-revealed", None, **facts))
+    room = _room(page)[0]
+    if room is not None:  # the way back to the room (presenter mode has no sidebar)
+        class_reveal.back_link(room)
     st.session_state[_drawn_key(page.prefix)] = opening
     if not opening:
         st.info(page.text("predict-other"), icon=":material/info:")

@@ -64,5 +64,9 @@ def test_after_a_revealed_prediction_the_lesson_opens_answered_and_plays(
     card = teacher.get_by_text("Your class: 1 of 1")
     card.scroll_into_view_if_needed()
     teacher.screenshot(path=str(shots / "class_reveal_answers.png"))
+    teacher.get_by_role("link", name=f"Back to room {c.code}").click()  # no sidebar: the way back
+    expect(teacher.get_by_role("button", name="Ask the next question")).to_be_visible(
+        timeout=60_000
+    )
     for page in (teacher, *c.students):
         page.context.close()
