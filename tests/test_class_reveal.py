@@ -150,3 +150,14 @@ def test_reset_forgets_the_room():
     at.button(key="wch-reset").click().run()
     assert _predict_radios(at)
     assert "wch-room" not in at.query_params
+
+
+def test_back_to_the_opening_run_opens_memory_at_the_answer_step():
+    from lessons.memory import lesson as memory
+    from lessons.memory import predict
+
+    code = _revealed_room("memory", [True], questions=2)
+    at = run_page(lesson("memory").page, query={"mem-room": code, "mem-policy": "priority"})
+    at.button(key="mem-predict-opening").click().run()
+    assert not _predict_radios(at) and at.query_params["mem-room"] == code
+    assert at.slider(key=memory.STEP_KEY).value == predict.answers()["step"]

@@ -89,16 +89,19 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
     return opening and asking
 
 
-def _back_to_opening(page: LessonPage) -> None:
+def _back_to_opening(page: LessonPage, step_key: str | None = None, step: int = 0) -> None:
     """on_click of "Back to the opening run": Reset this lesson, and set the
     settings that follow the learner (GPU, model, ...) to this lesson's opening values. A class
-    room the lesson follows stays followed (Reset this lesson forgets it)."""
+    room the lesson follows stays followed (Reset this lesson forgets it). With the predictions
+    answered, a `step_key` stepper opens at the answer's `step`, as after the reveal."""
     room = class_reveal.kept(page.prefix)
     page.reset()
     class_reveal.keep(page.prefix, room)
     for name, d in page.declared.items():
         if d.spec.shared:
             page.set(name, d.default)
+    if step_key is not None and _answered(page):
+        st.session_state[step_key] = step
 
 
 def predict_box(
@@ -144,7 +147,7 @@ def predict_box(
             section(SITE_TEXT, "predict-opening"),
             key=f"{page.prefix}-predict-opening",
             on_click=_back_to_opening,
-            args=(page,),
+            args=(page, step_key, step),
             help=section(SITE_TEXT, "predict-opening-help"),
             icon=":material/restart_alt:",
         )
