@@ -90,6 +90,11 @@ def test_progress_survives_reload_and_restart_and_each_browser_is_a_learner(
             other = stranger.new_page()
             _open(other, url + "/progress")
             expect(_sidebar_xp(other)).to_have_text("0")
+            # the page writes the cookie from a script once the run is drawn: wait for it
+            for _ in range(150):
+                if _cookie(other) is not None:
+                    break
+                other.wait_for_timeout(100)
             assert _cookie(other) not in (None, learner)
         finally:
             stranger.close()
