@@ -3,10 +3,11 @@ link (ui/classroom.py) carries `<prefix>-room=CODE`. The class has predicted, so
 how the class answered in place of asking, and the runs that answer it (with `?play=1`, its first
 animation plays: ui/autoplay.py).
 
-The room is read from the link once per session and checked: it must be open, be this lesson's,
-and have revealed at least one of the lesson's predict questions; otherwise a plain-text note
-says so and the lesson asks as usual. The code stays in the address bar while the page follows
-the room, and Reset this lesson forgets both (lesson-own keys).
+The room is read from the link once, and again whenever a link names another room, and checked:
+it must be open, be this lesson's, and have revealed at least one of the lesson's predict
+questions; otherwise a plain-text note says so and the lesson asks as usual. The lesson counts
+a revealed question as answered (ui/predict.py). The code stays in the address bar while the
+page follows the room; Back to the opening run keeps it, Reset this lesson forgets it.
 """
 
 from __future__ import annotations

@@ -179,8 +179,8 @@ def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
     if refused:
         st.warning(words("refused", problem=shown(refused, limit=120)))
     members = r.num_members(code)
-    phrase = f"{members} student" + ("" if members == 1 else "s")
-    say("host-members", members_phrase=phrase, lesson=taught.title, closes=closes_at(closes))
+    name = "host-members-one" if members == 1 else "host-members"
+    say(name, members=members, lesson=taught.title, closes=closes_at(closes))
     bank = questions(taught.id)
     current = r.current(code)
     asked = set(r.asked(code))
