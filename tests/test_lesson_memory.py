@@ -395,3 +395,35 @@ def test_some_prompts_short_enough_still_run():
     assert mem.all_refused(p) is None
     r = build(p)
     assert r.any_refused and r.requests == mem.BATCH + mem.INTERACTIVE - r.refused
+
+
+def _widget_keys(at) -> set[str]:
+    return {w.key for w in [*at.slider, *at.select_slider, *at.toggle, *at.selectbox]}
+
+
+@pytest.mark.parametrize(
+    ("query", "shown", "hidden"),
+    [
+        ({}, {"w:mem-util", "w:mem-defaults"}, {"w:mem-blocks", "w:mem-budget", "w:mem-seqs"}),
+        (
+            {"mem-pool": "blocks", "mem-defaults": "0"},
+            {"w:mem-blocks", "w:mem-budget", "w:mem-seqs"},
+            {"w:mem-util"},
+        ),
+    ],
+)
+def test_each_setting_shows_the_controls_it_uses_from_the_same_row(query, shown, hidden):
+    """A control hidden by a rule (show_if) follows the control to its left in the same row:
+    the pool's utilization slider or block count follows "sized from", and the limit sliders
+    show only with vLLM's defaults off (a slider the run ignores is never on screen)."""
+    at = run_page(PAGE, query=query)
+    keys = _widget_keys(at)
+    assert shown <= keys and not hidden & keys, keys
+    if "w:mem-util" in shown:  # the slider drives the run: the pool follows it
+        before = build(Params()).usable
+        at.slider(key="w:mem-util").set_value(80).run()
+        assert not at.exception
+        after = build(dataclasses.replace(Params(), gpu_memory_utilization=80)).usable
+        assert after < before and f"**{after:,} usable blocks**" in " ".join(
+            m.value for m in at.markdown
+        )

@@ -110,6 +110,16 @@ def test_the_dashboard_points_are_the_runs_gauges():
     assert bands == [r.waiting_band, wch.KV_BAND_PCT, r.itl_target_ms, 0.5]
 
 
+@pytest.mark.parametrize("preset", ["overload", "cache"])
+def test_the_preemption_axis_ticks_whole_numbers(preset):
+    """A near-empty count axis ticks 0, 1, ... (Plotly's own choice there was 0.5 steps); a
+    tall one (Dashboard 2 preempts hundreds of times) keeps Plotly's whole-number ticks."""
+    r = build(dataclasses.replace(Params(), preset=preset))
+    dtick = figures.dashboard(r)["layout"]["yaxis4"].get("dtick")
+    assert dtick == (1 if r.dash.preemptions.max() <= 5 else None)
+    assert (dtick is None) == (preset == "cache")
+
+
 def test_the_fixes_are_what_the_text_says():
     key = _key(Params().gpu)
     over = (setup(key, TARGET, "overload", False), setup(key, TARGET, "overload", True))
@@ -196,6 +206,11 @@ def test_the_diagnosis_questions_describe_the_opening_dashboards():
         run = run_for(key, TARGET, preset, False)
         kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
         assert kv.max() < wch.KV_BAND_PCT and run.total_preemptions == 0, preset
+    grows = run_for(key, TARGET, "overload", False)  # grows while requests come, then drains
+    waiting = np.asarray(grows.num_waiting)
+    last = int(np.searchsorted(np.asarray(grows.step_start_s), grows.arrival_s.max())) - 1
+    assert waiting.argmax() <= last and waiting[-1] == 0 < waiting[last]
+    assert wch.signs(grows, TARGET).waiting_grows
     short = run_for(key, TARGET, "budget", False)
     assert short.num_waiting.max() <= wch.WAITING_BAND
     assert short.step_ms.max() > 2 * TARGET

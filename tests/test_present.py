@@ -74,3 +74,15 @@ def test_a_bad_present_link_is_reported_as_plain_text(raw):
     assert "present" in warning and "](" not in warning and len(warning) < 300
     at.switch_page(PAGE).run()
     assert not at.exception and at.toggle(key="w:present").value is False
+
+
+def test_the_defaults_caption_asks_to_switch_off_only_when_the_switch_is_on_screen():
+    """Presenting hides the defaults toggle (not a main control): the caption still names the
+    limits the run uses, but no longer asks to switch off a toggle nobody can see."""
+    page = "pages/lesson_memory.py"
+    plain, presenting = run_page(page), run_page(page, query={"present": "1"})
+    captions = [" ".join(c.value for c in at.caption) for at in (plain, presenting)]
+    assert "`max_num_batched_tokens`" in captions[0] and "Switch off" in captions[0]
+    assert "`max_num_batched_tokens`" in captions[1] and "Switch off" not in captions[1]
+    assert "Use vLLM's defaults for this GPU" in _drawn_labels(plain)
+    assert "Use vLLM's defaults for this GPU" not in _drawn_labels(presenting)

@@ -3,8 +3,9 @@
 // script looks at each animated chart twice a second and writes KEY-frame=N (KEY: the chart's
 // key, from Streamlit's st-key-KEY class on its container) with history.replaceState: no
 // reload, no rerun. It also lets the keyboard drive the animation last pointed at or clicked:
-// the right and left arrows step one frame (unless a stepper under the chart takes them: its
-// layout.meta.stepper), Space plays or pauses (keys typed into a control are left alone); with
+// the right and left arrows step one frame (a stepper under the chart, its layout.meta.stepper,
+// takes them while the chart shows the stepper's frame; once Space has played it elsewhere the
+// arrows step on from where it stands, not from the stepper's step), Space plays or pauses (keys typed into a control are left alone); with
 // none pointed at, the animation most in view. N and P scroll to the
 // next and previous section heading (presenter mode's "next section"); a link with play=1
 // plays the page's first animation once (ui/autoplay.py). Runs once per browser
@@ -153,10 +154,12 @@
       const at = slider ? slider.active : 0;
       const stepped = current.layout.meta && current.layout.meta.stepper != null;
       if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
-        if (stepped) return; // the stepper's Previous and Next take the arrows
+        const own = !stepped || at !== current.layout.meta.start || playing(current);
+        if (!own) return; // the stepper's Previous and Next take the arrows
         const step = event.key === "ArrowRight" ? 1 : -1;
         const next = Math.min(frames.length - 1, Math.max(0, at + step));
         window.Plotly.animate(current, [frames[next].name], still);
+        event.stopImmediatePropagation(); // not the stepper's shortcut too
       } else if (event.key === " ") {
         if (playing(current)) {
           window.Plotly.animate(current, [null], still);

@@ -164,7 +164,11 @@ class LessonPage:
         def visible(group: Sequence[str]) -> list[str]:
             """The names of `group` drawn now; the others keep their value (and their link,
             when only presenting hides them)."""
-            drawn = [n for n in group if rules.get(n, _always)(chosen)]
+            seen, drawn = dict(chosen), []
+            for n in group:  # a rule sees the values to its left in its row too
+                if rules.get(n, _always)(seen):
+                    drawn.append(n)
+                seen[n] = self.upcoming(n)
             shown = [n for n in drawn if not presenting or self.declared[n].spec.main]
             for name in group:
                 if name not in shown:
@@ -200,7 +204,11 @@ class LessonPage:
             "max_num_batched_tokens": readout.budget,
             "max_num_seqs": readout.max_num_seqs,
         }
-        st.caption(section(SITE_TEXT, "defaults-on", values))
+        note = section(SITE_TEXT, "defaults-on", values)
+        toggle = self.declared.get("vllm_defaults")
+        if toggle is not None and (toggle.spec.main or not present.on()):  # on screen
+            note += " " + section(SITE_TEXT, "defaults-own")
+        st.caption(note)
 
     def set(self, name: str, value: Any) -> None:
         """Set a control's value from a callback (e.g. a GPU change picks that GPU's default)."""

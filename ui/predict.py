@@ -63,10 +63,10 @@ def _follow(page: LessonPage, opening: bool) -> None:
     """A control moved inside the lesson's fragment reruns only the fragment, and the question
     box above it still shows what it drew for the settings before (its skip button, no note that
     the runs differ). When the settings cross into or out of the opening ones, rerun the whole
-    page once so that the box follows, while the learner is still predicting (afterwards the box
-    has no skip button, and a whole-page rerun on every crossing would double the slider's
-    cost; its note follows at the next full run). The same crossing is asked for once only, so a
-    box and a fragment that ever disagreed could not rerun for ever."""
+    page once so that the box follows, before and after the predictions are answered. Only a
+    crossing pays the second run, with the new runs cached by then; a move that stays on one
+    side does not. The same crossing is asked for once only, so a box and a fragment that ever
+    disagreed could not rerun for ever."""
     drawn = st.session_state.get(_drawn_key(page.prefix))
     asked = f"{page.prefix}-predict-asked"
     if drawn is None or drawn == opening or st.session_state.get(asked) == (drawn, opening):
@@ -84,7 +84,7 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
     ones."""
     opening = _opening(page) if params is None else params == page.params_cls()
     asking = not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
-    if params is not None and asking:  # afterwards the box has no skip button to keep in step
+    if params is not None:
         _follow(page, opening)
     return opening and asking
 

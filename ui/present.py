@@ -28,6 +28,8 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stMain"] .stMarkdown p, [data-testid="stMain"] .stMarkdown li { font-size: 1.4rem; }
 [data-testid="stMetricValue"] { font-size: 3rem; }
 [data-testid="stMetricLabel"] p { font-size: 1.3rem; }
+[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * { white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; height: auto !important; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { font-size: 1.15rem; }
 [data-testid="stMain"] [role="radiogroup"] label p { font-size: 1.2rem; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] p { font-size: 1rem; }

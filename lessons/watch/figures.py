@@ -116,6 +116,8 @@ def dashboard(r: Readout, held: bool = False) -> dict:
         xa, ya = ("xaxis", "yaxis") if i == 0 else (f"xaxis{i + 1}", f"yaxis{i + 1}")
         layout[xa] = axis(words["time-axis"], domain=dx, anchor=y, range=[0, t[-1] * 1.02])
         layout[ya] = axis(words[y_titles[i]], domain=dy, anchor=x, range=[0, tops[i]])
+    if tops[3] < 6:  # a count: whole ticks (Plotly would put 0.5 on a near-empty axis)
+        layout["yaxis4"]["dtick"] = 1
     layout["shapes"] = [
         _band(0, r.waiting_band),
         _band(1, 90),

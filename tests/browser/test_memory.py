@@ -16,6 +16,7 @@ from tests.browser.helpers import (
     open_page,
     play_then_pause,
     settled_state,
+    space_plays_and_pauses,
 )
 
 pytestmark = pytest.mark.browser
@@ -60,16 +61,16 @@ def test_the_lesson_at_projector_and_desktop_sizes(page: Page, app_url: str, sho
 
 
 def test_the_arrow_keys_move_the_stepper_and_the_grid_follows(page: Page, app_url: str):
-    """← and → belong to the stepper under the grid (its buttons' shortcuts): one press is one
-    step, and the grid shows that step, also after the grid was played to another frame."""
+    """← and → belong to the stepper under the grid (its buttons' shortcuts) while the grid
+    shows the stepper's step: one press is one step, and the grid shows that step. Once Space
+    has played the grid to another frame, the arrows step on from that frame (a presenter who
+    paused on a preemption goes on from there), and the stepper stays where it was."""
     from lessons.memory.lesson import Params, build, frame_of
 
     r = build(Params())
     open_page(page, f"{app_url}/memory", charts=None)
     chart = page.locator(CHART).nth(GRID)
     chart.scroll_into_view_if_needed()
-    play_then_pause(page, GRID, reach=6)
-    settled_state(page, GRID)
     chart.hover()  # the keyboard drives the chart last pointed at
     page.keyboard.press("ArrowRight")
     stepper = page.get_by_role("slider", name="Step")
@@ -80,3 +81,13 @@ def test_the_arrow_keys_move_the_stepper_and_the_grid_follows(page: Page, app_ur
     expect(stepper).to_have_attribute("aria-valuetext", "1", timeout=30_000)
     page.wait_for_function(READY, timeout=30_000)
     assert settled_state(page, GRID)["slider"] == frame_of(r, 1)
+    chart.hover()
+    paused = space_plays_and_pauses(page, GRID, reach=6)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(1500)
+    assert settled_state(page, GRID)["slider"] == paused + 1
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_timeout(1500)
+    assert settled_state(page, GRID)["slider"] == paused - 1
+    expect(stepper).to_have_attribute("aria-valuetext", "1")

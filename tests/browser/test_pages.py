@@ -207,6 +207,28 @@ def test_the_question_box_follows_a_slider_out_of_and_back_to_the_opening_run(
     expect(back).to_have_count(0)
 
 
+def test_the_note_that_the_runs_differ_follows_the_slider_after_the_predictions(
+    page: Page, app_url: str
+):
+    """Past the predictions the box has no skip button, but its note that the runs differ (and
+    the button back) must still come and go with a slider moved inside the fragment, at once."""
+    open_page(page, f"{app_url}/policies", charts=0, predict=True)
+    page.locator("[class*=predict-skip] button").first.click()
+    page.wait_for_function(
+        "() => document.querySelectorAll('" + CHART + "').length >= 4", timeout=45_000
+    )
+    back = page.locator("[class*=predict-opening] button")
+    expect(back).to_have_count(0)
+    slider = page.get_by_role("slider", name="Offered load (% of capacity)")
+    slider.focus()
+    slider.press("ArrowRight")
+    expect(back.first).to_be_visible(timeout=45_000)
+    slider = page.get_by_role("slider", name="Offered load (% of capacity)")
+    slider.focus()
+    slider.press("ArrowLeft")
+    expect(back).to_have_count(0, timeout=45_000)
+
+
 def test_the_sidebar_lists_every_page(page: Page, app_url: str):
     """No lesson hides behind Streamlit's "View more": every page is a link in the sidebar."""
     open_page(page, app_url + "/", charts=0)
