@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from sim.kv import cdiv
 from sim.scheduler import Engine
-from sim.timed import run_timed, timer_for
+from sim.timed import timer_for
 from sim.workload import Workload
 
 
@@ -195,44 +195,38 @@ def timed_run(scenario: StreamThenPrompt, config, deployment, *, record_detail: 
     """A timed run (sim.timed) of `scenario.workload()` in which the long prompt is admitted in
     step `scenario.arrival()`, as in a step replay, and its TTFT counts from that step's start.
 
-    Every request before the long prompt arrives at 0 s. The steps before the arrival are timed
-    once without the long prompt (they are the same steps: it has not arrived yet), which says
-    when step `arrival()` starts (or when the last of them ends, if the engine runs out of work
-    sooner); the long prompt arrives then, ARRIVAL_EARLY_S early so that float rounding cannot
-    push it into the next step, and the whole workload is timed. Returns that `sim.run.Run`:
-    `run.arrival_s[scenario.long_index]` is the moment the long prompt arrived.
+    Every request before the long prompt arrives at 0 s. The long prompt is held back
+    (`Engine.hold`) while the engine runs the steps before its arrival step; the clock then
+    says when that step starts (or when the last of them ended, if the engine ran out of work
+    sooner), and the long prompt arrives then, ARRIVAL_EARLY_S early so that float rounding
+    cannot push it into the next step (`Engine.pin_arrival`); the same engine goes on to the
+    end. Returns that `sim.run.Run`: `run.arrival_s[scenario.long_index]` is the moment the
+    long prompt arrived.
     """
     wl = scenario.workload()
     late = scenario.long_index
-    first = np.arange(wl.num_requests) != late
-
-    def timed(mask: np.ndarray, arrival_s: np.ndarray) -> Workload:
-        return Workload.build(
-            wl.prompt_tokens[mask],
-            wl.output_tokens[mask],
-            arrival_s=arrival_s[mask],
-            priority=wl.priority[mask],
-            tenant=wl.tenant[mask],
-            prefix_id=wl.prefix_id[mask],
-            prefix_tokens=wl.prefix_tokens[mask],
-            request_ids=[rid for rid, m in zip(wl.request_ids, mask, strict=True) if m],
-        )
-
     arrival_s = np.zeros(wl.num_requests)
-    steps_before = scenario.arrival() - 1
-    if steps_before > 0 and first.any():
-        warm = Engine(
-            config,
-            timed(first, arrival_s),
-            timer=timer_for(deployment, async_scheduling=config.async_scheduling),
-            max_steps=steps_before,
-            stop_at_max_steps=True,
-        ).run()
-        if warm.num_steps:
-            start = float(warm.step_start_s[-1] + warm.step_ms[-1] / 1e3)
-            arrival_s[late] = max(start - ARRIVAL_EARLY_S, 0.0)
-    everyone = np.ones(wl.num_requests, dtype=bool)
-    return run_timed(config, timed(everyone, arrival_s), deployment, record_detail=record_detail)
+    arrival_s[late] = 1.0  # orders it last; it arrives when pinned
+    held = Workload.build(
+        wl.prompt_tokens,
+        wl.output_tokens,
+        arrival_s=arrival_s,
+        priority=wl.priority,
+        tenant=wl.tenant,
+        prefix_id=wl.prefix_id,
+        prefix_tokens=wl.prefix_tokens,
+        request_ids=wl.request_ids,
+    )
+    engine = Engine(
+        config,
+        held,
+        timer=timer_for(deployment, async_scheduling=config.async_scheduling),
+        record_detail=record_detail,
+    )
+    engine.hold(late)
+    engine.advance(until_step=scenario.arrival() - 1)
+    engine.pin_arrival(late, max(engine.now_s - ARRIVAL_EARLY_S, 0.0) if engine.step else 0.0)
+    return engine.run()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ Public: `run_steps` (arrivals in steps, for replays and lessons). Timed runs: `s
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -286,6 +287,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         self.tok_step: list[np.ndarray] = []
         self.detail: list[StepDetail] | None = [] if self.record_detail else None
         self.arrived_now = _EMPTY
+        self.seconds = 0.0  # spent in `advance` so far
 
     # ----------------------------------------------------------------------------- arrivals
     def _next_arrival(self):
@@ -705,6 +707,53 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
 
     # ----------------------------------------------------------------------------- the loop
     def run(self) -> Run:
+        """Run to the end (or to max_steps with stop_at_max_steps); the Run."""
+        self.advance()
+        t0 = time.perf_counter()
+        if self.async_sched:
+            self._async_final_output()
+        return self._result(self.seconds + time.perf_counter() - t0)
+
+    def hold(self, r: int) -> None:
+        """Keep request r, the last to arrive, from arriving until `pin_arrival` gives it a
+        time: for a run whose arrival the steps before it decide (sim/scenarios.py
+        `timed_run`). Call it before the run starts; r's workload arrival orders it only."""
+        if not (self.timed and self.step == 0 and self.n and int(self.arrival_order[-1]) == r):
+            raise ValueError(f"request {r} is not the last arrival of a timed run not started")
+        self.arrival_sorted = self.arrival_sorted.copy()  # it may be a sweep's shared array
+        self.arrival_sorted[-1] = np.inf
+
+    def pin_arrival(self, r: int, arrival_s: float) -> None:
+        """Request r, held back so far (`hold`), arrives at `arrival_s`, which must be no
+        earlier than the arrivals before it: for a run paused with `advance` at the step where
+        r is to arrive."""
+        pos = self.arrival_ptr
+        ok = (
+            pos < self.n
+            and int(self.arrival_order[pos]) == r
+            and np.isinf(self.arrival_sorted[pos])
+        )
+        if not ok or (pos and arrival_s < self.arrival_sorted[pos - 1]):
+            raise ValueError(f"request {r} is not a held-back next arrival for {arrival_s} s")
+        self.arrival_sorted[pos] = arrival_s
+        arrivals = np.array(self.wl.arrival_s, dtype=np.float64)
+        arrivals[r] = arrival_s
+        self.wl = dataclasses.replace(self.wl, arrival_s=arrivals)
+
+    def advance(self, until_step: int | None = None) -> None:
+        """The step loop: until every request is done, or max_steps with stop_at_max_steps, or
+        (timed) until nothing runs, nothing waits and no request is due to arrive (a held-back
+        request, `pin_arrival`); with `until_step`, also once that many steps are done (no
+        window or quiet run goes past it). It can be called again to go on."""
+        cap = self.max_steps, self.stop_at_max_steps
+        if until_step is not None and until_step < self.max_steps:
+            self.max_steps, self.stop_at_max_steps = until_step, True
+        try:
+            self._loop()
+        finally:
+            self.max_steps, self.stop_at_max_steps = cap
+
+    def _loop(self) -> None:
         t0 = time.perf_counter()
         n = self.n
         report_at = t0 + PROGRESS_EVERY_S
@@ -721,7 +770,10 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
                     "unfinished)"
                 )
             if self.timed and self.running.shape[0] == 0 and self.waiting.shape[0] == 0:
-                self.now_s = max(self.now_s, float(self._next_arrival()))
+                nxt = float(self._next_arrival())
+                if np.isinf(nxt):
+                    break  # idle, and the rest are held back until pinned
+                self.now_s = max(self.now_s, nxt)
             if self.batch_quiet_runs and self.pool is None:
                 if self._window():
                     continue
@@ -745,9 +797,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
                 self._quiet_run(m)
             else:
                 self._general_step()
-        if self.async_sched:
-            self._async_final_output()
-        return self._result(time.perf_counter() - t0)
+        self.seconds += time.perf_counter() - t0
 
     def _result(self, seconds: float) -> Run:
         cols, start_s, step_ms = self.log.arrays()

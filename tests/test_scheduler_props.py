@@ -203,6 +203,24 @@ def test_timed_runs_move_forward_and_respect_arrivals(case):
     np.testing.assert_array_equal(run.token_req, single.token_req)
 
 
+@SETTINGS
+@given(BOTH.flatmap(lambda a: cases(timed=True, async_scheduling=a)), st.integers(0, 60))
+def test_a_run_paused_and_resumed_is_the_same_run(case, pause):
+    """`Engine.advance(until_step=k)` stops after exactly k steps (no window or quiet run goes
+    past it), and running on from there gives the run that never paused."""
+    config, wl = case
+    whole = run_with_timer(config, wl, _toy_timer, max_steps=200_000)
+    engine = Engine(config, wl, timer=_toy_timer, max_steps=200_000)
+    engine.advance(until_step=pause)
+    assert engine.step == min(pause, whole.num_steps)
+    resumed = engine.run()
+    assert resumed.num_steps == whole.num_steps
+    np.testing.assert_array_equal(resumed.num_scheduled_tokens, whole.num_scheduled_tokens)
+    np.testing.assert_array_equal(resumed.token_req, whole.token_req)
+    np.testing.assert_array_equal(resumed.finish_step, whole.finish_step)
+    np.testing.assert_allclose(resumed.step_start_s, whole.step_start_s, rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize(
     ("gpu", "rate_per_s", "async_scheduling"),
     [("H100-SXM", 12.0, False), ("L4", 2.0, False), ("A100-80GB", 8.0, True)],

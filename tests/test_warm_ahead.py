@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 
 import pytest
 
@@ -168,3 +169,17 @@ def test_the_values_next_to_a_slider_stay_on_the_slider(monkeypatch):
     ]
     with pytest.raises(TypeError):
         page.ahead(None, p, "policy")  # a choice has no values next to its value
+
+
+def test_a_prepared_run_waits_until_no_page_has_run_for_a_while(warm_on):
+    """A page's run and a prepared run would share Python's one running thread: the prepared
+    one starts only QUIET_S after the latest page run (`touch`), however often pages run."""
+    started = []
+    assert warm.ahead(lambda s: started.append(time.monotonic()), ["later"]) == 1
+    for _ in range(3):  # a learner still moving a slider: each run puts the start off again
+        time.sleep(warm.QUIET_S / 2)
+        assert not started
+        warm.touch()
+    last = time.monotonic()
+    warm.wait_idle()
+    assert started and started[0] - last >= warm.QUIET_S * 0.99

@@ -149,6 +149,7 @@ class LessonPage:
         then any `columns` (each a list of names drawn one under the other), and return the
         Params they set. `fixed` gives fields not drawn (computed by the page).
         `show_if[name](values so far)` False hides a control (it keeps its value)."""
+        warm.touch()  # a learner's run: prepared runs wait (ui/warm.py)
         names = list(self.declared)
         rows = rows if rows is not None else ([] if columns else [names])
         laid_out = {n for group in (*rows, *columns) for n in group}

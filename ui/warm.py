@@ -16,6 +16,12 @@ per cached value) instead of running it twice. A setting is skipped only while i
 once built it may be asked for again, which costs a cache lookup while the page's cache holds it,
 and builds it anew after the cache has let it go.
 
+Python runs one thread at a time, and the operating system's low priority does not decide which
+thread holds that lock, so a run prepared while a learner's page is running would take half of
+its time. A prepared run therefore starts only once no page has run its controls for QUIET_S
+(`touch`, called by every lesson page's run, fragment reruns included); one already started runs
+on (it cannot be stopped midway).
+
 `STEPWISE_WARM=0` turns both off (the tests and the benchmarks do, to measure cold pages; the
 page benchmark also times reruns with `ahead` on).
 """
@@ -28,17 +34,20 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable
 
 from lessons.course import lessons
 
 QUEUE_SIZE = 8  # settings waiting to be prepared; more are dropped (a learner asks for them)
+QUIET_S = 0.3  # a prepared run waits until no page has run for this long (see above)
 
 _log = logging.getLogger(__name__)
 _jobs: queue.Queue[tuple[Callable, Hashable]] = queue.Queue(maxsize=QUEUE_SIZE)
 _pending: set[tuple[Callable, Hashable]] = set()  # (wrapped function, setting) queued or running
 _lock = threading.Lock()
 _worker: threading.Thread | None = None
+_last_run = 0.0  # time.monotonic() of the latest page run (`touch`)
 
 
 def enabled() -> bool:
@@ -90,6 +99,7 @@ def ahead(build: Callable[[Hashable], object], settings: Iterable[Hashable]) -> 
     if not enabled():
         return 0
     global _worker
+    touch()  # called while a page runs: its prepared runs start once it is done
     queued = 0
     with _lock:
         for s in settings:
@@ -108,6 +118,17 @@ def ahead(build: Callable[[Hashable], object], settings: Iterable[Hashable]) -> 
     return queued
 
 
+def touch() -> None:
+    """A page is running: prepared runs wait until QUIET_S after the latest call."""
+    global _last_run
+    _last_run = time.monotonic()
+
+
+def _wait_quiet() -> None:
+    while (left := QUIET_S - (time.monotonic() - _last_run)) > 0:
+        time.sleep(left)
+
+
 def _key(build: Callable, s: Hashable) -> tuple[Callable, Hashable]:
     # A page makes its cached function anew on every run: what it wraps is the same function.
     return getattr(build, "__wrapped__", build), s
@@ -118,6 +139,7 @@ def _prepare() -> None:
     while True:
         build, s = _jobs.get()
         try:
+            _wait_quiet()
             build(s)
         except Exception:  # a bad setting is reported by its page when a learner asks for it
             _log.debug("preparing %r failed", s, exc_info=True)
