@@ -97,12 +97,20 @@
       a.tries += 1;
       a.at = Date.now();
       current = gd;
-      gd.scrollIntoView({ block: "center" });
+      intoView(gd);
       const meta = gd.layout.meta;
       play(gd, 0, meta.stepper != null ? meta.start + 1 : undefined);
       a.state = gd._transitionData;
       return;
     }
+  }
+  function intoView(gd) {
+    // centred when it fits below Streamlit's header, else its top (title) just below it
+    const header = document.querySelector("[data-testid=stHeader]");
+    const top = header ? header.getBoundingClientRect().bottom : 0;
+    const tall = gd.getBoundingClientRect().height + 16 > window.innerHeight - top;
+    gd.style.scrollMarginTop = top + 8 + "px";
+    gd.scrollIntoView({ block: tall ? "start" : "center" });
   }
   window.setInterval(autoplay, 250);
   function takenOver() {

@@ -44,15 +44,28 @@ PLAYING = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some
   && gd.layout.meta && gd.layout.meta.play)"""
 
 
+TITLE_SHOWN = """() => {
+  const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(g =>
+    g.layout && g.layout.meta && g.layout.meta.play);
+  const header = document.querySelector('[data-testid=stHeader]');
+  const top = gd.getBoundingClientRect().top;
+  return top >= (header ? header.getBoundingClientRect().bottom : 0) - 1
+    && top < window.innerHeight / 2;
+}"""
+
+
 def test_after_a_revealed_prediction_the_lesson_opens_answered_and_plays(
     browser: Browser, app_url: str, shots
 ):
     c = open_class(browser, app_url, 1, lesson="watch")
     assert run_round(c) == 1  # the watch lesson's first question is its prediction
+    c.teacher.set_viewport_size({"width": 1280, "height": 720})  # a projector
     c.teacher.get_by_role("button", name=f"Run it in “{lesson('watch').title}”").click()
     teacher = c.teacher
     expect(teacher.get_by_text("Your class: 1 of 1")).to_be_visible(timeout=120_000)
     teacher.wait_for_function(PLAYING, timeout=60_000)  # the animation runs by itself
+    teacher.wait_for_timeout(1500)  # scrolled into view: its title below the app's header
+    assert teacher.evaluate(TITLE_SHOWN), "the playing chart's title is out of view"
     search = teacher.evaluate("() => location.search")
     assert "play=" not in search and f"wch-room={c.code}" in search and "present=1" in search
     # the prediction is not asked again (the quiz below it may be drawn by now)
