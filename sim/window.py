@@ -119,6 +119,8 @@ class WindowMixin(PlanMixin):
         arrivals after the plan (`_checked_arrivals`); False plans with those surely let in."""
         ptr = self.arrival_ptr
         K = min(self.n - ptr, 4 * T + 16)
+        if K and np.isinf(self.arrival_sorted[ptr + K - 1]):  # held back (Engine.hold): later
+            K = int(np.searchsorted(self.arrival_sorted[ptr : ptr + K], np.inf, side="left"))
         # FCFS behind a waiting queue: arrivals that land behind it are checked against the
         # limits after the window, each against the outputs of the steps before it came
         # (`_checked_arrivals`), if the plan admits none of them

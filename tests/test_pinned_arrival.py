@@ -18,6 +18,8 @@ from sim.timed import config_for, run_timed, timer_for
 from sim.workload import Workload
 
 DEP = Deployment("H100-SXM", "Llama-3.1-8B")
+# a held-back arrival is infinite: no window may do arithmetic with it (it once cast inf to int)
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 
 def _with_arrivals(wl: Workload, arrival_s: np.ndarray) -> Workload:
@@ -103,3 +105,19 @@ def test_only_the_last_arrival_of_a_timed_run_can_be_held_and_pinned():
     run = engine.run()
     assert run.arrival_s[2] == now and np.all(run.finish_step > 0)
     assert run.step_start_s[run.first_scheduled_step[2] - 1] >= now
+
+
+@pytest.mark.parametrize("budget", [512, 2048, 4096, 16384])
+def test_the_choosing_budget_lanes_are_the_reference_runs(budget):
+    """The lesson's own lanes (128 users, a 20,000-token prompt): long windows with a landing
+    guess from the last window's mean step, where the held-back arrival must stay out."""
+    from lessons.choosing_budget import lesson as cb
+
+    p = cb.Params()
+    scenario = cb.scenario(p.decodes, p.prompt, budget)
+    config = cb.lane_config(p.gpu, p.model, p.decodes, p.prompt, budget)
+    dep = Deployment(p.gpu, p.model)
+    run, ref = timed_run(scenario, config, dep), _reference(scenario, config, dep)
+    np.testing.assert_array_equal(run.token_req, ref.token_req)
+    np.testing.assert_array_equal(run.token_step, ref.token_step)
+    np.testing.assert_allclose(run.step_start_s, ref.step_start_s, rtol=0, atol=1e-12)
