@@ -554,6 +554,9 @@ def _table_for(x: np.ndarray, dep: Deployment, part: str, fn) -> tuple[np.ndarra
     size = max(1024, 1 << int(float(x.max()) + 1).bit_length())
     key = (dep, part, size)
     tables = _TABLES.get(key)
+    if tables is None:  # a larger table of the same part serves as well
+        larger = [k[2] for k in _TABLES if k[:2] == key[:2] and k[2] > size]
+        tables = _TABLES.get((dep, part, min(larger))) if larger else None
     if tables is None:
         if len(_TABLES) >= _TABLES_MAX_ENTRIES:
             _TABLES.clear()

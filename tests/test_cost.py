@@ -266,3 +266,32 @@ def test_roofline_sides_bound_the_step():
         # (Activation bytes grow with tokens too, so tiny steps may tick up by a hair.)
         assert (np.diff(c.memory_ms / c.step_ms) < 1e-3).all()
         assert (c.memory_ms / c.step_ms)[0] > 3 * (c.memory_ms / c.step_ms)[-1]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "model", "tp"),
+    [
+        ("H100-SXM", "Llama-3.1-8B", 1),
+        ("A100-80GB", "Llama-3.1-70B", 4),
+        ("L4", "Llama-3.1-8B", 1),
+        ("H100-SXM", "Mixtral-8x7B", 2),
+    ],
+)
+def test_a_lookup_table_gives_the_same_numbers_whatever_its_size(gpu, model, tp):
+    """The step-time tables are kept per size (a power of two above the largest count asked),
+    and a larger one serves a smaller request: a count's value must not depend on the size."""
+    from sim import cost
+
+    dep = Deployment(gpu, model, tp=tp)
+    _, _, bw, flops, _, f = cost.cost_constants(dep)
+    big = cost._linear_per_layer(dep, f, np.arange(1 << 15, dtype=np.float64), bw, flops)[0]
+    for size in (1024, 4096):
+        small = cost._linear_per_layer(dep, f, np.arange(size, dtype=np.float64), bw, flops)[0]
+        np.testing.assert_array_equal(small, big[:size])
+    cost._TABLES.clear()
+    x = np.array([5, 900], dtype=np.int64)
+    cost._table_for(np.array([20_000]), dep, "test", lambda u: (u * 2.0,))
+    # no table of 1,024 rows yet: the larger one serves (its fn, not this one, made it)
+    reused = cost._table_for(x, dep, "test", lambda u: (u * 3.0,))[0]
+    assert reused.shape[0] > 20_000 and np.array_equal(reused[x], x * 2.0)
+    cost._TABLES.clear()

@@ -153,7 +153,8 @@ def pick_budget(gpu: str, model: str, decodes: int, prompt: int, target_ms: floa
     up are run from the top down until one meets it."""
     ok = [b for b in BUDGETS if runnable(decodes, prompt, b)]
     coarse = sorted({b for b in GRID if b in ok} | {ok[0]})
-    lanes = {b: lane(gpu, model, decodes, prompt, b) for b in coarse}
+    # the largest first: the cost model's lookup tables for it serve the smaller ones
+    lanes = {b: lane(gpu, model, decodes, prompt, b) for b in reversed(coarse)}
     first_ms = {b: float(x.end_ms[0] - x.start_ms[0]) for b, x in lanes.items()}
     above = next((b for b in coarse if first_ms[b] > target_ms), BUDGET_MAX + BUDGET_STEP)
     passing = [b for b in coarse if b < above and lanes[b].worst_ms <= target_ms]
