@@ -427,3 +427,13 @@ def test_each_setting_shows_the_controls_it_uses_from_the_same_row(query, shown,
         assert after < before and f"**{after:,} usable blocks**" in " ".join(
             m.value for m in at.markdown
         )
+
+
+def test_a_step_without_its_tables_is_the_same_step():
+    """The grid's frame words ask for each frame's readouts without the block tables (writing
+    every table out for every frame was most of the figure's cost): all else is the same."""
+    r = build(Params())
+    for step in (1, r.first_preempt_step, r.num_steps):
+        full, bare = at_step(r, step), at_step(r, step, tables=False)
+        assert bare.tables == () and (full.tables or step == r.num_steps)  # the end: all freed
+        assert bare == dataclasses.replace(full, tables=())

@@ -48,7 +48,7 @@ def _cells(blocks: np.ndarray) -> tuple[list, list]:
 def _frame_words(r: Readout, k: int) -> tuple[str, str]:
     """The title (the lists and the cache) and the caption (vLLM's counters, then what happened)
     of step k + 1."""
-    s = at_step(r, k + 1)
+    s = at_step(r, k + 1, tables=False)
     rate = f"{s.hit_rate_pct:.0f}%" if r.prefix_caching and s.looked_up else "–"
     lists = {"step": s.step, "running": s.running, "waiting": s.waiting}
     title = _say("frame-title", usage=s.usage_pct, **lists)

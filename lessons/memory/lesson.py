@@ -382,9 +382,11 @@ def readouts(p: Params) -> tuple:
     return r, comparison(p), at_step(r, max(r.first_preempt_step, 1)), refusal(p)
 
 
-def at_step(r: Readout, step: int) -> StepReadout:
-    """The readouts of one step (1-based, clamped to the run), as the metrics beside the grid."""
-    return r.frames.at(min(max(int(step), 1), r.num_steps), r.victims)
+def at_step(r: Readout, step: int, tables: bool = True) -> StepReadout:
+    """The readouts of one step (1-based, clamped to the run), as the metrics beside the grid;
+    `tables=False` leaves out every request's block table (the frames' words do not show them,
+    and writing them out for every frame was most of the grid's cost)."""
+    return r.frames.at(min(max(int(step), 1), r.num_steps), r.victims, tables)
 
 
 def frame_of(r: Readout, step: int) -> int:

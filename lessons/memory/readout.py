@@ -98,7 +98,8 @@ class StepReadout:
     finished_now: bool
     finished_names: str
     clock_ms: float
-    tables: tuple  # (name, computed tokens, blocks, block ids) per request holding blocks
+    tables: tuple  # (name, computed tokens, blocks, block ids) per request holding blocks (or
+    # () when asked without them: lesson.at_step(tables=False))
 
 
 @dataclass(frozen=True, eq=False)

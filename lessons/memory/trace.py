@@ -191,13 +191,14 @@ class Frames:
         lens = self.trace.table_lens[k]
         return [(int(r), self.trace.table(k, int(r))) for r in np.flatnonzero(lens)]
 
-    def at(self, step: int, victims: Victims) -> StepReadout:
+    def at(self, step: int, victims: Victims, tables: bool = True) -> StepReadout:
+        """Step `step`'s readouts; `tables=False`: without the block tables (`tables=()`)."""
         k = step - 1
         names = self.names
         comp = self.trace.num_computed_tokens[k]
         rows = tuple(
-            (names[r], int(comp[r]), int(ids.size), ", ".join(str(b) for b in ids.tolist()))
-            for r, ids in self.table(k)
+            (names[r], int(comp[r]), int(ids.size), ", ".join(map(str, ids.tolist())))
+            for r, ids in (self.table(k) if tables else ())
         )
         here = victims.step == step
         back = victims.resume_step == step
