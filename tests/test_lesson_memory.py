@@ -437,3 +437,20 @@ def test_a_step_without_its_tables_is_the_same_step():
         full, bare = at_step(r, step), at_step(r, step, tables=False)
         assert bare.tables == () and (full.tables or step == r.num_steps)  # the end: all freed
         assert bare == dataclasses.replace(full, tables=())
+
+
+def test_a_run_without_preemptions_says_so_instead_of_counting_zeros():
+    """Short requests in a large pool: no policy and no mode preempts. The page must not say
+    that PRIORITY "does not spare" anyone (0 against 0) or name "step 0" as the first preemption."""
+    from lessons.course import lesson as course_lesson
+
+    text = course_lesson("memory").text_path
+    quiet = dataclasses.replace(Params(), max_model_len=131072, prompt_tokens=128, output_tokens=32)
+    c = comparison(quiet)
+    assert c.victims_none and c.modes_none and not c.victims_no_spare and not c.modes_same_some
+    said = story.text(text, "victim-result", c) + story.text(text, "async", c)
+    assert "Neither policy preempts" in said and "neither mode preempts" in said
+    assert "step 0" not in said and "0 times" not in said
+    busy = comparison(Params())  # the opening run preempts: the counting sentences come back
+    assert not busy.victims_none and (busy.modes_same_some or busy.modes_differ)
+    assert "Neither policy" not in story.text(text, "victim-result", busy)

@@ -116,6 +116,8 @@ class Comparison:
     fcfs_batch_e2e_p99_s: float
     priority_batch_e2e_p99_s: float
     priority_spares_interactive: bool
+    victims_none: bool  # neither policy preempts anything: the victim rule never comes into play
+    victims_no_spare: bool  # someone is preempted, and PRIORITY does not spare interactive ones
     recompute_on: int
     recompute_off: int
     cache_saves: int
@@ -125,6 +127,8 @@ class Comparison:
     sync_first_preempt: int
     async_first_preempt: int
     modes_differ: bool
+    modes_same_some: bool  # the two modes preempt alike, at least once
+    modes_none: bool  # neither mode preempts
     class_rows: tuple
     fixes: tuple
     fixes_memory_left_out: bool

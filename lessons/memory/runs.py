@@ -184,6 +184,10 @@ def compare(
     mode = run_timed(dataclasses.replace(cfg, async_scheduling=not cfg.async_scheduling), wl, dep)
     asyn, sync = (run, mode) if cfg.async_scheduling else (mode, run)
     fixes_ = fixes(p, cfg, dep, wl, run, catalog_fn, smallest)
+    none = not any(row.preemptions for row in rows)
+    differ = _first(sync) != _first(asyn) or int(sync.total_preemptions) != int(
+        asyn.total_preemptions
+    )
     return Comparison(
         fcfs_interactive_preempted=fcfs_i.preemptions,
         fcfs_batch_preempted=fcfs_b.preemptions,
@@ -194,6 +198,8 @@ def compare(
         fcfs_batch_e2e_p99_s=fcfs_b.e2e_p99_s,
         priority_batch_e2e_p99_s=prio_b.e2e_p99_s,
         priority_spares_interactive=prio_i.preemptions < fcfs_i.preemptions,
+        victims_none=none,
+        victims_no_spare=not none and prio_i.preemptions >= fcfs_i.preemptions,
         recompute_on=recompute_on,
         recompute_off=recompute_off,
         cache_saves=recompute_off - recompute_on,
@@ -202,8 +208,9 @@ def compare(
         async_preemptions=int(asyn.total_preemptions),
         sync_first_preempt=_first(sync),
         async_first_preempt=_first(asyn),
-        modes_differ=_first(sync) != _first(asyn)
-        or int(sync.total_preemptions) != int(asyn.total_preemptions),
+        modes_differ=differ,
+        modes_same_some=not differ and int(sync.total_preemptions) > 0,
+        modes_none=not differ and int(sync.total_preemptions) == 0,
         class_rows=tuple(rows),
         fixes=tuple(fixes_),
         fixes_memory_left_out=p.pool_from != "memory",
