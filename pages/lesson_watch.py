@@ -24,13 +24,17 @@ def lab() -> None:
     page.say(r, "controls-note")
     page.warn(r, "no-fit", icon=":material/memory:")
     page.warn(r, "unreachable", icon=":material/timer:")
-    page.say(r, f"preset-{r.preset_key}", "ask", f"fix-{r.preset_key}", "benchmark-overloaded")
+    # the cause (or "nothing to fix") answers the dashboard's diagnosis question: only once the
+    # learner has switched the fix on
+    told = [f"fix-{r.preset_key}", "benchmark-overloaded"] if r.fixed else []
+    page.say(r, f"preset-{r.preset_key}", "ask", *told)
     held = predicting(page, p)  # the readings and the last frame answer the prediction
     if held:
         page.say(r, "metrics-wait")
     else:
         page.metrics(r)
-    page.say(r, "healthy-now")
+    if r.fixed:
+        page.say(r, "healthy-now")
     dashboard = figures.dashboard(r, held)
     page.chart(anim.reopen(dashboard, 0) if held else dashboard, r, "dashboard")
     page.say(r, "bands", "mistakes", "takeaway")

@@ -96,7 +96,7 @@ def queued_tokens_limit(ttft_target_ms: float, prefill_tokens_per_s: float) -> i
     """`max_num_queued_tokens` about TTFT target x prefill throughput (tokens)."""
     if not (ttft_target_ms > 0 and prefill_tokens_per_s > 0):
         raise SimInputError("the TTFT target and the prefill throughput must be positive")
-    return int(prefill_tokens_per_s * ttft_target_ms / 1e3)
+    return int(round(prefill_tokens_per_s * ttft_target_ms / 1e3))  # as the text rounds the rate
 
 
 def signals(run: Run, dep: Any, bins: int = 60) -> pd.DataFrame:

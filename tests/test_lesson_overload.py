@@ -98,8 +98,8 @@ def test_the_capacity_is_the_bursts_steady_rate_and_the_knee_of_the_queue(defaul
 def test_the_limit_is_the_rule_and_does_what_the_text_says(default):
     r = default
     assert r.drain_tokens_per_s == pytest.approx(r.capacity_req_per_s * r.mean_prompt, rel=1e-3)
-    assert r.limit_tokens == int(r.ttft_target_s * r.drain_tokens_per_s)
-    assert r.peak_limit_tokens == int(r.ttft_target_s * r.peak_tokens_per_s)
+    assert r.limit_tokens == round(r.ttft_target_s * r.drain_tokens_per_s)
+    assert r.peak_limit_tokens == round(r.ttft_target_s * r.peak_tokens_per_s)
     assert r.peak_tokens_per_s > r.drain_tokens_per_s
     bound = run_at(*KEY, r.load_pct, r.limit_tokens, "fcfs")
     assert bound.config.max_num_queued_tokens == r.limit_tokens

@@ -216,3 +216,16 @@ def test_the_diagnosis_questions_describe_the_opening_dashboards():
     assert short.step_ms.max() > 2 * TARGET
     healthy = build(dataclasses.replace(Params(), preset="healthy"))
     assert healthy.problem.in_bands  # the healthy dashboard's claim on the page
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_no_dashboard_tells_its_diagnosis_before_the_fix_is_on(preset):
+    """Each dashboard's cause (or "nothing to fix") answers its diagnosis question in Check
+    yourself: the page tells it only once the learner switches the fix on (Dashboards 3 and 5
+    and the healthy one once told it at once)."""
+    told = ("The cause:", "Nothing to fix", "nothing to fix", "inside its band")
+    query = {"wch-preset": preset}
+    before = " ".join(m.value for m in run_page(PAGE, query=query, timeout=180).markdown)
+    assert not [t for t in told if t in before], preset
+    after = run_page(PAGE, query={**query, "wch-fix": "1"}, timeout=180)
+    assert any(t in " ".join(m.value for m in after.markdown) for t in told), preset

@@ -99,7 +99,7 @@ def test_the_sizing_rule_is_target_times_prefill_throughput():
     q = config.max_num_batched_tokens
     ms = step_ms(DEP, np.array([q]), np.array([1]), np.array([0]), np.array([q * (q + 1) // 2]))
     assert rate == pytest.approx(q / ms[0] * 1000)
-    assert queued_tokens_limit(2000, rate) == int(rate * 2)
+    assert queued_tokens_limit(2000, rate) == round(rate * 2)
     with pytest.raises(SimInputError):
         queued_tokens_limit(0, rate)
 
@@ -167,3 +167,13 @@ def test_a_sweep_row_of_a_kept_run_is_the_sweeps_row():
     table = load_sweep(config, DEP, SPEC, [1.5], ttft_slo_ms=2000)
     run = run_timed(config, poisson_at(SPEC, 1.5, max_model_len=config.max_model_len), DEP)
     assert sweep_row(run, 1.5, ttft_slo_ms=2000) == table.iloc[0].to_dict()
+
+
+def test_the_queued_tokens_limit_is_the_rate_times_the_target_rounded():
+    """The lesson prints the rate rounded ("≈ 1,873 tokens per second") and the limit beside
+    it: a limit truncated to 1,872 for a 1 s target read as an arithmetic slip."""
+    from sim.overload import queued_tokens_limit
+
+    assert queued_tokens_limit(1000, 1872.8) == 1873
+    assert queued_tokens_limit(3000, 1872.8) == round(3 * 1872.8)
+    assert queued_tokens_limit(2000, 1000.2) == 2000
