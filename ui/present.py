@@ -34,6 +34,9 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stMain"] [role="radiogroup"] label p { font-size: 1.2rem; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] p { font-size: 1rem; }
 [data-testid="stMain"] [data-baseweb="select"] div { font-size: 1.1rem; }
+[data-testid="stMain"] [data-testid="stSelectbox"] input { font-size: 1.1rem; }
+[data-testid="stMain"] button[data-testid^="stBaseButton"] p { font-size: 1.1rem; }
+[data-testid="stMain"] [data-testid="stSliderThumbValue"] { font-size: 1.05rem; }
 </style>"""
 
 

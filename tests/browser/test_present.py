@@ -30,6 +30,12 @@ SMALLEST_TEXT = (
     ".map(t => parseFloat(getComputedStyle(t).fontSize)))"
 )
 
+CONTROL_TEXT = (
+    "() => ['[data-testid=stSelectbox] input', 'button[data-testid^=stBaseButton] p',"
+    " '[data-testid=stSliderThumbValue]'].map(s => document.querySelector("
+    "'[data-testid=stMain] ' + s)).map(e => e ? parseFloat(getComputedStyle(e).fontSize) : 0)"
+)
+
 
 @pytest.fixture
 def small(page: Page) -> Page:
@@ -47,6 +53,7 @@ def test_presenter_mode_on_a_projector(small: Page, app_url: str, shots):
     assert "present=1" in page.url
     expect(page.locator("[data-testid=stSidebar]")).to_be_hidden()
     assert page.evaluate(SMALLEST_TEXT) >= 18
+    assert min(page.evaluate(CONTROL_TEXT)) >= 16  # a select's value, a button, a slider's value
     # the main control stays, the others keep their value off screen
     expect(page.get_by_role("slider", name="Prompt tokens in the step")).to_be_visible()
     expect(page.get_by_text("Running decodes", exact=True)).to_have_count(0)
