@@ -10,7 +10,7 @@ the budget shared between decodes and prompt chunks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -164,8 +164,6 @@ class StreamThenCachedPrompt(StreamThenPrompt):
         first-token steps of the requests before the long prompt (from a run of
         `before_workload()`); the long prompt arrives `lead_steps` decode-only steps after the
         last of them. Unlike `warm_steps()`, this counts the budget the users' decodes take."""
-        from dataclasses import replace
-
         last = max((int(s) for s in first_token_steps), default=0)
         return replace(self, arrival_step=last + self.lead_steps + 1 if self.before else 1)
 
@@ -207,16 +205,7 @@ def timed_run(scenario: StreamThenPrompt, config, deployment, *, record_detail: 
     late = scenario.long_index
     arrival_s = np.zeros(wl.num_requests)
     arrival_s[late] = 1.0  # orders it last; it arrives when pinned
-    held = Workload.build(
-        wl.prompt_tokens,
-        wl.output_tokens,
-        arrival_s=arrival_s,
-        priority=wl.priority,
-        tenant=wl.tenant,
-        prefix_id=wl.prefix_id,
-        prefix_tokens=wl.prefix_tokens,
-        request_ids=wl.request_ids,
-    )
+    held = replace(wl, arrival_s=arrival_s, arrival_step=None)
     engine = Engine(
         config,
         held,

@@ -5,7 +5,8 @@
 // reload, no rerun. It also lets the keyboard drive the animation last pointed at or clicked:
 // the right and left arrows step one frame (a stepper under the chart, its layout.meta.stepper,
 // takes them while the chart shows the stepper's frame; once Space has played it elsewhere the
-// arrows step on from where it stands, not from the stepper's step), Space plays or pauses (keys typed into a control are left alone); with
+// arrows step on from where it stands, not from the stepper's step), Space plays or pauses
+// (keys typed into a control are left alone); with
 // none pointed at, the animation most in view. N and P scroll to the
 // next and previous section heading (presenter mode's "next section"); a link with play=1
 // plays the page's first animation once (ui/autoplay.py). Runs once per browser
