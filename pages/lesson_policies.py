@@ -38,11 +38,11 @@ def lab() -> None:
 def reveal(r) -> None:
     """The metrics and the five charts: what the prediction is about."""
     page.metrics(r)
-    page.say(r, "classes", "prio-helps", "preempted")
+    page.say(r, "classes", "prio-helps", "sjf-classes", "preempted")
     page.chart(figures.classes(r), r, "classes")
     page.say(r, "waits", "sjf-starves")
     page.chart(figures.waits(r), r, "waits")
-    page.say(r, "tenants", "fair-holds")
+    page.say(r, "tenants", "fcfs-tenants", "fair-holds")
     page.chart(figures.tenants(r), r, "tenants")
     page.say(r, "hits", "prefix-gain")
     page.chart(figures.hits(r), r, "hits")

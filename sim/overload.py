@@ -103,7 +103,8 @@ def signals(run: Run, dep: Any, bins: int = 60) -> pd.DataFrame:
     """Per time bin of a timed run (equal bins from 0 s to its end): `time_s` (the bin's
     start), `busy_pct` (time a step runs), `compute_pct` (roofline compute time of its steps),
     both over the bin's length, `kv_pct` (KV usage, mean over the bin's steps weighted by their
-    time), and `waiting` (the queue after the bin's last step; carried over an idle bin)."""
+    time), and `waiting` (the longest queue after any of the bin's steps, so that the line
+    reaches the run's peak; an idle bin carries the queue after the last step before it)."""
     from sim.cost import step_costs
     from sim.metrics import kv_usage
 
@@ -124,10 +125,7 @@ def signals(run: Run, dep: Any, bins: int = 60) -> pd.DataFrame:
     k = np.minimum((start / width).astype(np.int64), bins - 1)
     busy = np.bincount(k, ms, bins)
     kv = np.bincount(k, ms * kv_usage(run.kv_blocks_used, run.kv_blocks_usable), bins)
-    last = np.full(bins, -1)
-    np.maximum.at(last, k, np.arange(run.num_steps))
-    last = np.maximum.accumulate(last)  # an idle bin keeps the queue of the bin before
-    waiting = np.where(last >= 0, np.asarray(run.num_waiting)[np.maximum(last, 0)], 0)
+    waiting = _peaks(k, np.asarray(run.num_waiting), bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         kv_pct = np.where(busy > 0, kv / busy * 100, np.nan)
     return pd.DataFrame(
@@ -139,6 +137,30 @@ def signals(run: Run, dep: Any, bins: int = 60) -> pd.DataFrame:
             "waiting": waiting,
         }
     )
+
+
+def _peaks(k: np.ndarray, waiting: np.ndarray, n: int) -> np.ndarray:
+    """Per interval 0..n-1: the most requests waiting after a step in it (`k`: each step's
+    interval); an interval without a step carries the queue after the last step
+    before it, and 0 before the first."""
+    inside = k < n
+    steps = np.flatnonzero(inside)
+    peak = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(peak, k[inside], waiting[inside])
+    last = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(last, k[inside], steps)
+    last = np.maximum.accumulate(last)
+    carried = np.where(last >= 0, waiting[np.maximum(last, 0)], 0)
+    return np.where(peak >= 0, peak, carried)
+
+
+def waiting_peaks(run: Run, times: np.ndarray) -> np.ndarray:
+    """At each of the ascending `times`: the longest waiting queue after a step that began since
+    the time before it (up to and including this one), or the queue carried from the last step
+    before when none did. A queue sampled this way keeps the run's peak, however coarse."""
+    start = np.asarray(run.step_start_s, dtype=np.float64)
+    k = np.searchsorted(np.asarray(times, dtype=np.float64), start, side="left")
+    return _peaks(k, np.asarray(run.num_waiting), len(times))
 
 
 def waiting_over_time(run: Run) -> tuple[np.ndarray, np.ndarray]:

@@ -133,11 +133,15 @@ def test_the_signals_show_the_queue_and_cache_move_and_gpu_busy_does_not(default
         len(s.time_s),
     )
     np.testing.assert_allclose(s.busy_pct, np.minimum(busy_ms / (width * 1e3) * 100, 100))
-    for k in (3, len(s.time_s) // 2):  # the queue after each bin's last step
+    for k in (3, len(s.time_s) // 2):  # the longest queue after any of the bin's steps
         in_bin = np.flatnonzero(
             (run.step_start_s >= s.time_s[k]) & (run.step_start_s < s.time_s[k] + width)
         )
-        assert s.waiting[k] == run.num_waiting[in_bin[-1]]
+        assert s.waiting[k] == run.num_waiting[in_bin].max()
+    # the line reaches the peak the text quotes, and the levels it quotes are where it sits
+    assert s.waiting.max() == r.sel_peak_waiting == run.num_waiting.max()
+    on = s.busy_pct > 0
+    assert np.mean(np.abs(s.kv_pct[on] - r.sel_kv_pct) <= 5) >= 0.5  # a mean read 88% for 96%
     assert r.sel_busy_pct > 90 and r.healthy_busy_pct > 90  # both read busy
     assert abs(r.sel_busy_pct - r.healthy_busy_pct) < 5
     assert r.sel_kv_pct > r.healthy_kv_pct + 10
@@ -155,9 +159,16 @@ def test_the_animated_queue_is_each_runs_waiting_list(default):
     runs.append(run_at(*KEY, r.load_pct, r.limit_tokens, "fcfs"))
     for values, run in zip((q.fcfs, q.sjf, q.limited), runs, strict=True):
         for k in (5, len(q.time_s) // 2, len(q.time_s) - 1):
+            since = (run.step_start_s > q.time_s[k - 1]) & (run.step_start_s <= q.time_s[k])
             before = np.flatnonzero(run.step_start_s <= q.time_s[k])
-            want = run.num_waiting[before[-1]] if before.size else 0
+            want = run.num_waiting[since].max() if since.any() else run.num_waiting[before[-1]]
             assert values[k] == want
+        assert values.max() == run.num_waiting.max()  # the peaks the text quotes are on screen
+    assert (q.fcfs.max(), q.sjf.max(), q.limited.max()) == (
+        r.sel_peak_waiting,
+        r.sel_sjf_peak_waiting,
+        r.sel_lim_peak_waiting,
+    )
     figure = figures.queue(r)
     assert len(figure["frames"]) == len(q.time_s) == ovl.QUEUE_POINTS
     middle = figure["frames"][len(q.time_s) // 2]["data"]
@@ -261,3 +272,28 @@ def test_the_prediction_s_wrong_factors_do_not_point_at_the_answer(ratio):
         assert all(max(f, g) / min(f, g) >= predict.GAP for g in wrong[i + 1 :])
     if ratio >= 2:
         assert min(wrong) < ratio < max(wrong)
+
+
+def test_below_capacity_the_limit_is_not_said_to_shed_a_surplus():
+    # at 50% of capacity the limit still refuses a burst's few: the text says that, not that
+    # it sheds a surplus there is not
+    r = build(Params(load_pct=50))
+    assert r.limit_binds and r.limit_trims and not r.limit_sheds
+    said = " ".join(story.text(TEXT, "limits", r).split())
+    assert "there is no surplus" in said and "sheds the surplus" not in said
+    assert f"**{r.sel_refused_pct:.0f}%**" in said
+    top = build(Params())
+    assert top.limit_sheds and "sheds the surplus" in story.text(TEXT, "limits", top)
+
+
+def test_the_capacity_and_your_load_are_named_under_the_axis_not_over_the_lines(default):
+    # a name at the top of a marker line sat on the goodput and SJF p99 lines
+    r = default
+    for chart in (figures.hockey(r), figures.limits(r), figures.goodput(r)):
+        lines = [s for s in chart["layout"]["shapes"] if s.get("x0") == s.get("x1")]
+        assert {s["x0"] for s in lines} == {100, r.load_pct}
+        assert not any("label" in s for s in lines)
+        x = chart["layout"]["xaxis"]
+        ticks = dict(zip(x["tickvals"], x["ticktext"], strict=True))
+        assert ticks[100].endswith("<br>capacity") and ticks[r.load_pct].endswith("<br>your load")
+        assert ticks[50] == "50"

@@ -210,3 +210,46 @@ def test_a_gpu_that_never_queues_says_so_instead_of_claiming_overload():
     assert "No policy fixes overload" not in shown and "Below capacity" not in shown
     on_l4 = build(Params())
     assert on_l4.overloaded and not on_l4.never_queues and on_l4.peak_hi > 0
+
+
+def _says(r, *names: str) -> str:
+    """The sections' filled text, on one line."""
+    return " ".join(" ".join(story.text(TEXT, name, r).split()) for name in names).strip()
+
+
+def test_the_text_explains_why_sjf_serves_the_interactive_class_best(default):
+    # the opening prediction's answer is SJF: the text names it and its cost to the batch class
+    r, _ = default
+    assert r.sjf_best_int and predict.answers()["best"] == "SJF"
+    said = _says(r, "sjf-classes")
+    assert f"**{r.sjf_int_p99_s:.1f} s**" in said and f"**{r.sjf_batch_p99_s:.1f} s**" in said
+    assert r.sjf_batch_p99_s > r.prio_batch_p99_s
+
+
+def test_fcfs_tenants_are_called_alike_only_when_their_medians_are():
+    for load in (120, 200):
+        r = build(Params(load_pct=load))
+        a, b = r.fcfs_heavy_p50_s, r.fcfs_light_p50_s
+        said = _says(r, "fcfs-tenants")
+        assert ("waits alike" in said) == (abs(a - b) <= 0.25 * min(a, b)), load
+    assert "waits alike" not in _says(build(Params(load_pct=200)), "fcfs-tenants")
+
+
+def test_below_capacity_the_hit_rate_reason_is_the_short_queue_and_ranges_read_as_one():
+    r = build(Params(load_pct=50))
+    assert r.below_capacity and r.peak_lo == r.peak_hi and r.prefix_little
+    said = _says(r, "overload", "prefix-gain")
+    assert f"peaks at {r.peak_hi} waiting" in said and "–" not in said
+    assert f"at most {r.prefix_peak_waiting} wait at once" in said
+    assert "large enough for every system prompt" not in said
+    off = build(Params(prefix_caching=False))
+    assert off.prefix_off and "Prefix caching is off" in _says(off, "prefix-gain")
+
+
+def test_a_gpu_where_at_most_one_waits_claims_no_overload():
+    # at 200% an H100 takes nearly every request at once: a queue of one is never a choice
+    r = build(Params(gpu="H100-SXM", load_pct=200))
+    assert r.one_waits and r.peak_hi == 1 and not r.overloaded and not r.sjf_best_int
+    assert "At most one request waits" in _says(r, "no-queue")
+    assert _says(r, "overload") == ""
+    assert "nothing to reorder" in _says(r, "prefix-gain")

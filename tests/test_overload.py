@@ -22,6 +22,7 @@ from sim.overload import (
     signals,
     sustained_prefill_tokens_per_s,
     sweep_row,
+    waiting_peaks,
 )
 from sim.scheduler import Engine, run_steps
 from sim.timed import config_for, deployment, run_timed
@@ -145,6 +146,22 @@ def test_signals_bin_step_time_and_carry_the_queue_over_idle_time():
     untimed = run_steps(config, Workload.build([100, 100], [2, 2], arrival_step=[1, 1]))
     with pytest.raises(SimInputError, match="timed run"):
         signals(untimed, DEP)
+
+
+def test_waiting_peaks_keep_a_peak_between_two_sample_times():
+    # one seat, 125 ms steps from 0 s: A, B and C arrive at 0 s, D at 0.3 s. The queue after
+    # each step: 2, 2 (A runs), 1, 2 (B; D arrives), 1, 1 (C), 0, 0 (D)
+    config = SchedulerConfig(
+        max_num_batched_tokens=512, max_num_seqs=1, max_model_len=1024, num_gpu_blocks=64
+    )
+    wl = Workload.build([100] * 4, [2, 2, 2, 2], arrival_s=[0.0, 0.0, 0.0, 0.3])
+    run = Engine(config, wl, timer=_flat).run()
+    assert run.num_waiting.tolist() == [2, 2, 1, 2, 1, 1, 0, 0]
+    # up to 0.3 s: steps at 0, 0.125, 0.25 (peak 2); from there to 0.9 s: 0.375 (2) to 0.875
+    # (0): the queue at 0.9 s is 0, its peak since 0.3 s is 2; none after: 0 carries over
+    assert waiting_peaks(run, np.array([0.3, 0.9, 2.0])).tolist() == [2, 2, 0]
+    assert waiting_peaks(run, np.array([0.26, 0.9])).tolist() == [2, 2]
+    assert waiting_peaks(run, np.array([0.1, 0.2, 0.3])).tolist() == [2, 2, 1]
 
 
 def test_a_trimmed_capacity_is_the_steady_rate_between_the_finish_quantiles():

@@ -79,6 +79,13 @@ def axis(title: str, **extra) -> dict:
     return {"title": {"text": title}, **extra}
 
 
+def count_axis(title: str, top: float, **extra) -> dict:
+    """An axis of counts from 0 to `top`: whole-number ticks while it is short (Plotly would
+    put 0.5 and 1.5 on a near-empty one)."""
+    small = {"dtick": 1} if top < 6 else {}
+    return axis(title, range=[0, top], **small, **extra)
+
+
 def category_axis(title: str, **extra) -> dict:
     """An axis of names (policies, classes, methods): no unit to bracket, so none is asked."""
     if "(" in title:

@@ -20,3 +20,9 @@ def join(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def span(lo: float, hi: float, fmt: str = ",.0f") -> str:
+    """A range as the text reads it: "4–9", or one number when both ends round alike ("2")."""
+    a, b = format(lo, fmt), format(hi, fmt)
+    return a if a == b else f"{a}–{b}"

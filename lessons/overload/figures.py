@@ -21,7 +21,7 @@ import numpy as np
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.anim import animate
-from lessons.kit.figures import axis, line, log_axis
+from lessons.kit.figures import axis, count_axis, line, log_axis
 from lessons.overload.readout import Readout
 
 TEXT = lesson("overload").text_path
@@ -33,8 +33,9 @@ def labels() -> dict[str, str]:
     return story.labels(TEXT)
 
 
-def _marker_line(x: float, name: str) -> dict:
-    """A dotted vertical line at load x (% of capacity), named at the top."""
+def _marker_line(x: float) -> dict:
+    """A dotted vertical line at load x (% of capacity). Its name goes under the x tick, where
+    no line of the chart can run over it."""
     return {
         "type": "line",
         "x0": x,
@@ -43,28 +44,29 @@ def _marker_line(x: float, name: str) -> dict:
         "y0": 0,
         "y1": 1,
         "line": {"dash": "dot", "width": 2, "color": "#555555"},
-        "label": {
-            "text": name,
-            "textposition": "end",
-            "textangle": 0,
-            "yanchor": "top",
-            "font": {"size": 14},
-        },
     }
+
+
+def _load_ticks(r: Readout) -> list[str]:
+    """The loads as x ticks, the capacity's and the chosen load's named beneath."""
+    words = labels()
+    names = {r.load_pct: words["chosen"], 100: words["capacity"]}  # at 100%: the capacity
+    return [f"{v}<br>{names[v]}" if v in names else f"{v}" for v in r.loads.tolist()]
 
 
 def _load_chart(r: Readout, title: str, y: dict, traces: list[dict], extra: list[dict]) -> dict:
     """Lines over the sweep's loads, with the capacity and the chosen load marked."""
     words = labels()
-    shapes = [_marker_line(100, words["capacity"]), *extra]
+    shapes = [_marker_line(100), *extra]
     if r.load_pct != 100:
-        shapes.append(_marker_line(r.load_pct, words["chosen"]))
+        shapes.append(_marker_line(r.load_pct))
+    ticks = list(r.loads)
     return {
         "data": traces,
         "layout": {
             "title": {"text": words[title]},
             "height": 420,
-            "xaxis": axis(words["load-axis"], tickvals=list(r.loads)),
+            "xaxis": axis(words["load-axis"], tickvals=ticks, ticktext=_load_ticks(r)),
             "yaxis": y,
             "shapes": shapes,
             "hovermode": "x unified",
@@ -192,7 +194,7 @@ def queue(r: Readout) -> dict:
             "title": {"text": ""},
             "height": 440,
             "xaxis": axis(words["time-axis"], range=[0, t[-1] * 1.02]),
-            "yaxis": axis(words["waiting-axis"], range=[0, top * 1.08]),
+            "yaxis": count_axis(words["waiting-axis"], top * 1.08),
             "hovermode": "x unified",
         },
     }

@@ -23,7 +23,7 @@ import numpy as np
 from lessons.kit import shared, sizing
 from lessons.kit.controls import Steps, control
 from lessons.kit.selection import scheduled
-from lessons.kit.sizing import last_begun, sized
+from lessons.kit.sizing import sized
 from lessons.overload.readout import Gateway, Queue, Readout, Served, Signals
 from sim.cost import Deployment
 from sim.generators import WorkloadSpec
@@ -34,6 +34,7 @@ from sim.overload import (
     queued_tokens_limit,
     signals,
     sweep_row,
+    waiting_peaks,
 )
 from sim.run import Run
 from sim.timed import config_for, run_timed
@@ -164,14 +165,16 @@ def sweep(key: tuple, limit: int | None, target_ms: float, policy: str = "fcfs")
 
 @lru_cache(maxsize=64)
 def signals_at(key: tuple, load: int) -> tuple[Signals, tuple[float, float, float]]:
-    """The signals of the FCFS run without a limit at `load`, and their means over the bins
-    in which a step ran (GPU busy, compute use, KV usage, in %)."""
+    """The signals of the FCFS run without a limit at `load`, and their medians over the bins
+    in which a step ran (GPU busy, compute use, KV usage, in %): the level the lines sit at,
+    which a mean dragged down by the filling and the draining would not be."""
     dep, _ = _dep(*key)
     table = signals(run_at(*key, load, None, "fcfs"), dep, BINS)
     on = table["busy_pct"] > 0
-    means = tuple(float(table[name][on].mean()) for name in ("busy_pct", "compute_pct", "kv_pct"))
+    levels = ("busy_pct", "compute_pct", "kv_pct")
+    medians = tuple(float(np.median(table[name][on])) for name in levels)
     columns = ("time_s", "busy_pct", "compute_pct", "kv_pct", "waiting")
-    return Signals(*(table[name].to_numpy() for name in columns)), means
+    return Signals(*(table[name].to_numpy() for name in columns)), medians
 
 
 def _served(run: Run, target_ms: float) -> Served:
@@ -204,18 +207,12 @@ def gateway(key: tuple, target_ms: float, limit: int) -> Gateway:
     )
 
 
-def _waiting_on(grid: np.ndarray, run: Run) -> np.ndarray:
-    """The waiting queue after the last step that started by each time of `grid` (0 before)."""
-    k = last_begun(run, grid)
-    return np.where(k >= 0, np.asarray(run.num_waiting)[np.maximum(k, 0)], 0)
-
-
 def _queue(fcfs: Run, sjf: Run, limited: Run) -> Queue:
     end = max(float(r.step_start_s[-1] + r.step_ms[-1] / 1e3) for r in (fcfs, sjf, limited))
     grid = np.linspace(0.0, end, QUEUE_POINTS)
     arrived = np.searchsorted(np.sort(fcfs.arrival_s), grid, side="right")
     return Queue(
-        grid, *(_waiting_on(grid, r) for r in (fcfs, sjf, limited)), arrived=arrived.astype(int)
+        grid, *(waiting_peaks(r, grid) for r in (fcfs, sjf, limited)), arrived=arrived.astype(int)
     )
 
 
@@ -296,6 +293,8 @@ def build(p: Params) -> Readout:
             np.all(bound["ttft_ms_p99"][np.array(LOADS) > 100] / 1e3 <= 2 * p.ttft_target_s)
         ),
         limit_binds=bool(bound["refused"][at] > 0),
+        limit_sheds=bool(bound["refused"][at] > 0 and p.load_pct >= 100),
+        limit_trims=bool(bound["refused"][at] > 0 and p.load_pct < 100),
         limit_gains=bool(bound["goodput_req_per_s"][at] > free["goodput_req_per_s"][at]),
         peak_overshoots=bool(peak_p99 > 2 * p.ttft_target_s),
         healthy_pct=HEALTHY_PCT,

@@ -110,6 +110,8 @@ class Readout(Scheduled):
     limit_holds: bool  # the limited p99 is within twice the target
     limit_holds_above: bool  # ... at every load above capacity
     limit_binds: bool  # the limit refused something
+    limit_sheds: bool  # ... at or above capacity: it sheds the surplus
+    limit_trims: bool  # ... below capacity: only the bunches of a random stream
     limit_gains: bool  # more goodput with the limit
     peak_overshoots: bool  # the peak-sized limit lets p99 run past twice the target
     # signals: at the chosen load and at the healthy load HEALTHY_PCT

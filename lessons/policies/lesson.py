@@ -21,6 +21,7 @@ from lessons.kit import shared
 from lessons.kit.anim import sample_steps
 from lessons.kit.controls import Choice, Steps, Toggle, control
 from lessons.kit.selection import scheduled
+from lessons.kit.words import span
 from lessons.policies.readout import Queue, Readout
 from sim.cost import Deployment
 from sim.generators import WorkloadSpec
@@ -231,6 +232,8 @@ def build(p: Params) -> Readout:
     batch = int((wl.priority > wl.priority.min()).sum())
     cfg = run.config
     never_queues = bool(each("peak_waiting").max() == 0)
+    no_choice = bool(each("peak_waiting").max() <= 1)  # never two waiting to put in order
+    prefix_gain = bool(pre["hit"] > fcfs["hit"] + 1 and pre["hit"] >= each("hit").max())
     return Readout(
         **scheduled(p, cfg, made.weights_fit, dtype=p.dtype),
         prefix_caching=p.prefix_caching,
@@ -243,9 +246,10 @@ def build(p: Params) -> Readout:
         prefixes=PREFIXES,
         prefix_tokens=PREFIX_TOKENS,
         load_pct=p.load_pct,
-        overloaded=p.load_pct > 100 and not never_queues,
-        below_capacity=p.load_pct <= 100 and not never_queues,
+        overloaded=p.load_pct > 100 and not no_choice,
+        below_capacity=p.load_pct <= 100 and not no_choice,
         never_queues=never_queues,
+        one_waits=no_choice and not never_queues,
         peak_running=int(np.max(made.runs[POLICIES[0]].num_running)),
         capacity_req_per_s=made.capacity_req_per_s,
         rate_per_s=made.rate_per_s,
@@ -271,6 +275,8 @@ def build(p: Params) -> Readout:
         peak_hi=int(each("peak_waiting").max()),
         drain_lo=float(each("drain").min()),
         drain_hi=float(each("drain").max()),
+        peak_span=span(each("peak_waiting").min(), each("peak_waiting").max()),
+        drain_span=span(each("drain").min(), each("drain").max()),
         fcfs_int_p99_s=fcfs["int_p99"],
         prio_int_p99_s=prio["int_p99"],
         prio_batch_p99_s=prio["batch_p99"],
@@ -286,14 +292,30 @@ def build(p: Params) -> Readout:
         sjf_max_wait_request=sjf["max_wait_request"],
         median_job=int(np.median(job)),
         sjf_starves=sjf["max_wait"] > 1.5 * fcfs["max_wait"],
+        sjf_int_p99_s=sjf["int_p99"],
+        sjf_batch_p99_s=sjf["batch_p99"],
+        sjf_best_int=bool(
+            not no_choice
+            and sjf["int_p99"] < 0.9 * np.delete(each("int_p99"), POLICIES.index("sjf")).min()
+        ),
         fair_heavy_p50_s=fair["heavy_p50"],
         fair_light_p50_s=fair["light_p50"],
         fcfs_heavy_p50_s=fcfs["heavy_p50"],
         fcfs_light_p50_s=fcfs["light_p50"],
+        fcfs_tenants_alike=bool(
+            abs(fcfs["heavy_p50"] - fcfs["light_p50"])
+            <= max(0.05, 0.25 * min(fcfs["heavy_p50"], fcfs["light_p50"]))
+        ),
         fair_holds=fair["heavy_p50"] > 1.5 * fair["light_p50"],
         prefix_hit_pct=pre["hit"],
         fcfs_hit_pct=fcfs["hit"],
-        prefix_gain=bool(pre["hit"] > fcfs["hit"] + 1 and pre["hit"] >= each("hit").max()),
+        prefix_gain=prefix_gain,
+        prefix_off=not p.prefix_caching,
+        prefix_little=bool(p.prefix_caching and not prefix_gain and not no_choice),
+        prefix_no_choice=bool(p.prefix_caching and not prefix_gain and no_choice),
+        best_hit_pct=float(each("hit").max()),
+        best_hit_policy=policy_name(POLICIES[int(np.argmax(each("hit")))]),
+        prefix_peak_waiting=pre["peak_waiting"],
         prefix_int_p50_s=pre["int_p50"],
         fcfs_int_p50_s=fcfs["int_p50"],
         sel_int_p99_s=sel["int_p99"],

@@ -43,6 +43,7 @@ class Readout(Scheduled):
     overloaded: bool  # above 100% of capacity and a queue forms
     below_capacity: bool  # at or below 100% and a queue forms
     never_queues: bool  # no request waits under any policy: the engine holds them all at once
+    one_waits: bool  # at most one waits at a time under every policy: no order to choose
     peak_running: int  # the most requests running at once (the first policy's run)
     capacity_req_per_s: float
     rate_per_s: float
@@ -70,6 +71,8 @@ class Readout(Scheduled):
     peak_hi: int
     drain_lo: float
     drain_hi: float
+    peak_span: str  # "4–9" across the five, or "2" when they agree
+    drain_span: str  # the same, in seconds
     # the text's comparisons (one field per number quoted)
     fcfs_int_p99_s: float
     prio_int_p99_s: float
@@ -86,14 +89,24 @@ class Readout(Scheduled):
     sjf_max_wait_request: str
     median_job: int
     sjf_starves: bool
+    sjf_int_p99_s: float
+    sjf_batch_p99_s: float
+    sjf_best_int: bool  # SJF's interactive TTFT p99 is under 0.9x every other policy's
     fair_heavy_p50_s: float
     fair_light_p50_s: float
     fcfs_heavy_p50_s: float
     fcfs_light_p50_s: float
+    fcfs_tenants_alike: bool  # under FCFS A's median is within a quarter (or 0.05 s) of the rest's
     fair_holds: bool
     prefix_hit_pct: float
     fcfs_hit_pct: float
     prefix_gain: bool
+    prefix_off: bool  # prefix caching is off, so nothing hits under any order
+    prefix_little: bool  # on, but PREFIX-AWARE does not lead: few waiting to choose from
+    prefix_no_choice: bool  # on, and never two waiting: there is nothing to reorder
+    best_hit_pct: float
+    best_hit_policy: str
+    prefix_peak_waiting: int  # the most requests waiting at once under PREFIX-AWARE
     prefix_int_p50_s: float
     fcfs_int_p50_s: float
     # the chosen policy's figures

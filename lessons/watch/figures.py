@@ -13,7 +13,7 @@ from functools import cache
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.anim import animate
-from lessons.kit.figures import axis, line
+from lessons.kit.figures import axis, count_axis, line
 from lessons.theme import color
 from lessons.watch.readout import Readout
 
@@ -115,9 +115,12 @@ def dashboard(r: Readout, held: bool = False) -> dict:
     for i, ((x, y), (dx, dy)) in enumerate(zip(PANELS, DOMAINS, strict=True)):
         xa, ya = ("xaxis", "yaxis") if i == 0 else (f"xaxis{i + 1}", f"yaxis{i + 1}")
         layout[xa] = axis(words["time-axis"], domain=dx, anchor=y, range=[0, t[-1] * 1.02])
-        layout[ya] = axis(words[y_titles[i]], domain=dy, anchor=x, range=[0, tops[i]])
-    if tops[3] < 6:  # a count: whole ticks (Plotly would put 0.5 on a near-empty axis)
-        layout["yaxis4"]["dtick"] = 1
+        title, place = words[y_titles[i]], {"domain": dy, "anchor": x}
+        layout[ya] = (
+            count_axis(title, tops[i], **place)  # preemptions: a count
+            if i == 3
+            else axis(title, range=[0, tops[i]], **place)
+        )
     layout["shapes"] = [
         _band(0, r.waiting_band),
         _band(1, 90),

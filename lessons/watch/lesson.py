@@ -2,8 +2,9 @@
 
 A dashboard is one timed run read the way vLLM's metrics read it. Each of the first five shows
 one problem sign; the sixth is healthy. Every dashboard runs on the learner's deployment, with
-max_num_seqs capped at MAX_NUM_SEQS and a budget the ITL target allows (the largest whose step,
-with a full batch decoding, meets the target; from the cost model). Its run holds WAVES full
+max_num_seqs capped at MAX_NUM_SEQS and a budget the ITL target allows (the largest whose worst
+step meets the target: a full batch decoding next to a chunk that ends the longest prompt; from
+the cost model). Its run holds WAVES full
 batches, and its load is a share of the capacity the same requests give when all are queued at
 once (sim.overload). Each has a fix, run the same way:
 
@@ -110,12 +111,16 @@ def _spec(n: int, **extra) -> WorkloadSpec:
 
 
 def budget_for(dep: Deployment, target_ms: float) -> int:
-    """The largest budget (multiple of 256, at least 256) whose step meets the target with a
-    full batch decoding at CONTEXT tokens of context and the rest of the budget a prompt chunk."""
+    """The largest budget (multiple of 256, at least 256) whose worst step meets the target: a
+    full batch decoding at CONTEXT tokens of context, and the rest of the budget one prompt chunk
+    that ends a prompt of MAX_MODEL_LEN tokens, so it attends to everything before it."""
     grid = np.arange(MIN_BUDGET, BIG_BUDGET + 1, MIN_BUDGET)
+    chunk = grid - MAX_NUM_SEQS
+    before = MAX_MODEL_LEN - chunk  # the prompt's tokens already in the cache
+    decode_ctx = MAX_NUM_SEQS * CONTEXT
+    pairs = chunk * before + chunk * (chunk + 1) // 2 + MAX_NUM_SEQS * (CONTEXT + 1)
     seqs = np.full(grid.shape, MAX_NUM_SEQS + 1)
-    ctx = MAX_NUM_SEQS * CONTEXT
-    ms = step_ms(dep, grid, seqs, np.full(grid.shape, ctx), None)
+    ms = step_ms(dep, grid, seqs, decode_ctx + before, pairs)
     ok = grid[ms <= target_ms]
     return int(ok.max()) if ok.size else MIN_BUDGET
 
@@ -290,6 +295,8 @@ def build(p: Params) -> Readout:
     dep = Deployment(*key[:2], tp=key[2], dtype=key[3])
     fix_budget = budget_for(dep, p.itl_target_ms)
     decode_ms = step_ms(dep, [MAX_NUM_SEQS], [MAX_NUM_SEQS], [MAX_NUM_SEQS * CONTEXT], None)[0]
+    fit = signs(run_for(key, p.itl_target_ms, "budget", True), p.itl_target_ms)
+    meets = max(fit.step_max_ms, fit.itl_p99_ms) <= p.itl_target_ms
     return Readout(
         **selection(p, dtype=p.dtype),
         preset=preset_name(p.preset),
@@ -315,6 +322,8 @@ def build(p: Params) -> Readout:
         dash=dash(runs[int(p.fixed)]),
         now_in_bands=now.in_bands,
         budget_differs=fix_budget < BIG_BUDGET,
+        budget_fixes=bool(fix_budget < BIG_BUDGET and meets),
+        budget_short=bool(fix_budget < BIG_BUDGET and not meets),
         healthy_ok=good.in_bands or not good.any_sign,
         chat_system_prompt=CHAT_SYSTEM_PROMPT,
         prompt_median=PROMPT_MEDIAN,
