@@ -35,7 +35,7 @@ def lab() -> None:
         return page.warn(refusal, "all-refused", icon=":material/block:")
     r = readout(p)
     page.defaults_note(r)
-    for name, icon in (("bad-limits", "block"), ("no-fit", "memory"), ("pool-raised", "memory")):
+    for name, icon in lesson.WARNINGS:
         page.warn(r, name, icon=f":material/{icon}:")
     page.warn(r, "refused-note", icon=":material/block:")
     held = predicting(page, p)  # the counts, the victims and the async steps give it away

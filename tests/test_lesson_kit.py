@@ -144,3 +144,14 @@ def test_bad_value_messages_say_what_is_expected():
 def test_a_short_option_list_reads_as_a_list():
     with pytest.raises(BadValue, match=r"^one of 1, 2, 4$"):
         Steps("k", options=(1, 2, 4)).parse("3")
+
+
+def test_a_count_carries_its_noun_in_the_right_number():
+    # "1 times" and "(1 preemptions)" were on screen
+    section = story.Section("s", "{a:~time}; {b:~preemption}; {c:~more time|more times}; {d:.1f}")
+    assert section.fill(None, {"a": 1, "b": 1200, "c": 1, "d": 2.25}) == (
+        "1 time; 1,200 preemptions; 1 more time; 2.2"
+    )
+    assert section.fill(None, {"a": 0, "b": 1, "c": 3, "d": 0}) == (
+        "0 times; 1 preemption; 3 more times; 0.0"
+    )

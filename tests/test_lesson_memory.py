@@ -451,6 +451,56 @@ def test_a_run_without_preemptions_says_so_instead_of_counting_zeros():
     said = story.text(text, "victim-result", c) + story.text(text, "async", c)
     assert "Neither policy preempts" in said and "neither mode preempts" in said
     assert "step 0" not in said and "0 times" not in said
+    assert c.cache_none_twice and not c.cache_saves_some and not c.cache_same_some
+    caching = " ".join(story.text(text, "caching", c).split())
+    assert "neither the run with it on nor the run with it off" in caching
+    assert "0 tokens" not in caching
     busy = comparison(Params())  # the opening run preempts: the counting sentences come back
+    assert busy.cache_saves_some + busy.cache_same_some + busy.cache_none_twice == 1
     assert not busy.victims_none and (busy.modes_same_some or busy.modes_differ)
     assert "Neither policy" not in story.text(text, "victim-result", busy)
+
+
+def _says(r, name: str) -> str:
+    return " ".join(story.text(TEXT, name, r).split())
+
+
+def test_weights_that_do_not_fit_are_told_once_and_the_run_says_which_pool_it_uses():
+    # 70B on four L4s: the note named "one L4", a pool of "0 blocks" and "what vLLM would give"
+    r = build(Params(model="Llama-3.1-70B", tp=4))
+    assert r.no_fit_memory and not r.pool_raised and r.pool_floor and not r.pool_vllm
+    note = _says(r, "no-fit")
+    assert "tensor parallel 4" in note and "one " not in note
+    assert _says(r, "pool-raised") == ""
+    run = _says(r, "scenario")
+    assert "the smallest this workload can run in" in run and "would give" not in run
+    assert r.num_gpu_blocks == mem.smallest_pool(
+        mem.setup(Params(model="Llama-3.1-70B", tp=4)).workload, 8192
+    )
+    hand = build(Params(model="Llama-3.1-70B", tp=4, pool_from="blocks"))
+    assert hand.no_fit_blocks and hand.pool_by_hand and "the pool you set" in _says(hand, "no-fit")
+
+
+def test_a_pool_too_small_from_the_utilization_names_the_slider():
+    r = build(Params(gpu_memory_utilization=70))
+    assert r.no_fit_memory and r.util_helps
+    assert "Raising `gpu_memory_utilization` (the slider above)" in _says(r, "no-fit")
+    big = build(Params(model="Llama-3.1-70B", tp=4))  # 35 GB of weights per 24 GB GPU
+    assert big.no_fit_memory and not big.util_helps and "Raising" not in _says(big, "no-fit")
+
+
+def test_a_max_model_len_the_pool_cannot_hold_is_what_vllm_refuses_at_start():
+    r = build(Params(max_model_len=131_072))
+    assert r.len_refused and r.len_blocks == 131_072 // BLOCK_SIZE > r.catalog_blocks
+    note = _says(r, "len-refused")
+    assert f"{r.len_blocks:,} blocks" in note and f"{r.catalog_tokens:,}" in note
+    assert not build(Params()).len_refused  # 8,192 tokens: 512 blocks of 1,970
+    at = run_page(PAGE, query={"mem-mml": "131072"})
+    assert not at.exception
+    assert any("vLLM would refuse to start" in w.value for w in at.warning)
+
+
+def test_the_pool_set_by_hand_compares_usable_blocks_with_usable_blocks():
+    r = build(Params(pool_from="blocks"))
+    assert f"would give it {r.catalog_usable:,} usable blocks" in _says(r, "scenario")
+    assert r.catalog_usable == r.catalog_blocks - 1

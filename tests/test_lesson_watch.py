@@ -262,3 +262,11 @@ def test_no_dashboard_tells_its_diagnosis_before_the_fix_is_on(preset):
     assert not [t for t in told if t in before], preset
     after = run_page(PAGE, query={**query, "wch-fix": "1"}, timeout=180)
     assert any(t in " ".join(m.value for m in after.markdown) for t in told), preset
+
+
+def test_weights_that_do_not_fit_name_the_tensor_parallel_size():
+    # "do not fit on one L4" was said of four L4s
+    r = build(Params(gpu="L4", model="Llama-3.1-70B", tp=4))
+    assert not r.weights_fit
+    said = " ".join(story.text(TEXT, "no-fit", r).split())
+    assert "tensor parallel 4" in said and "on one" not in said

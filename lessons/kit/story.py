@@ -4,8 +4,10 @@ A section starts with `<!-- section: name -->`. It may carry a condition on the 
 `<!-- section: name when: field -->` or `when: not field`, where `field` is a bool field of the
 Readout: which paragraph shows is decided there, in one place, not by branches in a page.
 Placeholders (`{weight_read_ms:.1f}`) name Readout fields, or an attribute of one
-(`{problem.ttft_p99_s:.2f}`). A "metrics" section holds lines `- label :: value`, both sides
-templates, drawn as a row of st.metric; a "labels" section holds `- key :: words` for charts.
+(`{problem.ttft_p99_s:.2f}`). A count can carry its noun: `{preemptions:~preemption}` reads
+"1 preemption" or "3 preemptions" (`{n:~child|children}` for a plural that is not "+s"). A
+"metrics" section holds lines `- label :: value`, both sides templates, drawn as a row of
+st.metric; a "labels" section holds `- key :: words` for charts.
 """
 
 from __future__ import annotations
@@ -43,7 +45,20 @@ class Section:
     def fill(self, readout: Any = None, extra: dict | None = None) -> str:
         if not placeholders(self.body):
             return self.body
-        return self.body.format_map({**values(readout), **(extra or {})})
+        return _COUNTS.vformat(self.body, (), {**values(readout), **(extra or {})})
+
+
+class _Counts(string.Formatter):
+    """str.format, plus the spec `~noun` (or `~noun|plural`): the count with its noun."""
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        if not format_spec.startswith("~"):
+            return super().format_field(value, format_spec)
+        one, _, many = format_spec[1:].partition("|")
+        return f"{value:,} {one if value == 1 else (many or one + 's')}"
+
+
+_COUNTS = _Counts()
 
 
 @cache

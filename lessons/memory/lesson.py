@@ -56,7 +56,15 @@ OUTPUTS = (32, 64, 128, 192, 256, 384, 512)
 RATES = (0.5, 1, 2, 4, 8, 16, 32)
 MAX_MODEL_LENS = (1024, 2048, 4096, 8192, 16384, 32768, 131072)
 WATERMARKS = (0.0, 0.01, 0.02, 0.05, 0.1)
+# the notes above the run, in order, with their icons: settings vLLM would refuse or adjust
+WARNINGS = (
+    ("bad-limits", "block"),
+    ("no-fit", "memory"),
+    ("len-refused", "block"),
+    ("pool-raised", "memory"),
+)
 UTILIZATIONS = (50, 98)  # gpu_memory_utilization in percent: the slider's range
+MOST_MEMORY = {"gpu_memory_utilization": UTILIZATIONS[1] / 100}  # the slider at its top
 
 
 def _pool_name(value: str) -> str:
@@ -336,16 +344,29 @@ def build(p: Params) -> Readout:
     victims = victims_of(run)
     mean_seq = int(np.mean(np.minimum(wl.prompt_tokens + wl.output_tokens, p.max_model_len)))
     left_out = refused(p)
+    memory = p.pool_from == "memory"
+    raised = wanted < floor and (fits or not memory)  # no pool at all is the no-fit note's
+    len_blocks = int(cdiv(p.max_model_len, BLOCK_SIZE))  # vLLM's start-up check, null included
     return Readout(
         **selection(p, dtype=p.dtype),
         **used_limits(p, budget, seqs),
         asked_seqs=asked,
         limits_refused=asked > budget,
-        pool_from_memory=p.pool_from == "memory",
+        pool_from_memory=memory,
         utilization=p.gpu_memory_utilization,
         catalog_blocks=catalog,
         weights_fit=fits,
-        pool_raised=wanted < floor,
+        pool_raised=raised,
+        catalog_usable=max(catalog - 1, 0),
+        catalog_tokens=catalog * BLOCK_SIZE,
+        len_refused=bool(memory and fits and len_blocks > catalog),
+        len_blocks=len_blocks,
+        no_fit_memory=memory and not fits,
+        util_helps=memory and not fits and catalog_blocks(p, budget, **MOST_MEMORY)[1],
+        no_fit_blocks=not memory and not fits,
+        pool_vllm=memory and fits and not raised,
+        pool_by_hand=not memory and not raised,
+        pool_floor=raised or (memory and not fits),
         wanted_blocks=wanted,
         num_gpu_blocks=blocks,
         usable=blocks - 1,

@@ -20,6 +20,16 @@ class Readout(UsedLimits, Selection):
     catalog_blocks: int  # what vLLM would give the cache on this GPU (null block included)
     weights_fit: bool
     pool_raised: bool  # the pool asked for cannot hold the longest request: the run uses more
+    catalog_usable: int  # ... without the null block
+    catalog_tokens: int  # the tokens those blocks hold, null block included (vLLM's check)
+    len_refused: bool  # vLLM would not start: one max_model_len request needs more blocks
+    len_blocks: int  # the blocks one request of max_model_len needs
+    no_fit_memory: bool  # the weights do not fit and the pool comes from memory: none at all
+    util_helps: bool  # ... and the highest gpu_memory_utilization would leave room
+    no_fit_blocks: bool  # the weights do not fit, and the pool is set by hand all the same
+    pool_vllm: bool  # the run's pool is the one vLLM would give (from memory, weights fit)
+    pool_by_hand: bool  # the run's pool is the learner's block count
+    pool_floor: bool  # the run's pool is the fewest blocks the workload can run in
     wanted_blocks: int
     num_gpu_blocks: int  # the pool the run uses, null block included
     usable: int
@@ -122,6 +132,8 @@ class Comparison:
     recompute_off: int
     cache_saves: int
     cache_saves_some: bool
+    cache_same_some: bool  # the run with caching recomputes, and no less than the one without
+    cache_none_twice: bool  # neither run computes a token twice
     sync_preemptions: int
     async_preemptions: int
     sync_first_preempt: int

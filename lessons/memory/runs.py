@@ -204,6 +204,8 @@ def compare(
         recompute_off=recompute_off,
         cache_saves=recompute_off - recompute_on,
         cache_saves_some=recompute_on < recompute_off,
+        cache_same_some=recompute_off <= recompute_on and recompute_on > 0,
+        cache_none_twice=recompute_on == recompute_off == 0,
         sync_preemptions=int(sync.total_preemptions),
         async_preemptions=int(asyn.total_preemptions),
         sync_first_preempt=_first(sync),
