@@ -89,3 +89,19 @@ def test_an_axis_of_names_has_no_unit():
     assert category_axis("policy") == {"title": {"text": "policy"}, "type": "category"}
     with pytest.raises(ValueError):
         category_axis("policy (name)")
+
+
+def test_a_cached_free_block_is_a_grey_no_request_colour_is_near():
+    # the pale blue it had was taken for the palette's sky blue, a request's colour
+    from lessons.kit.figures import CACHED_TINT, FREE_TINT
+    from lessons.theme import palette
+
+    def rgb(hex_: str) -> np.ndarray:
+        return np.array([int(hex_[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+
+    cached = rgb(CACHED_TINT)
+    assert np.ptp(cached) == 0  # a neutral grey, like the free cells, only darker
+    assert rgb(FREE_TINT).mean() - cached.mean() >= 40
+    for c in palette():  # every request colour is a clear hue, never a grey
+        if c.lower() != "#000000":
+            assert np.ptp(rgb(c)) >= 60, c

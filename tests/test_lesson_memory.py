@@ -504,3 +504,19 @@ def test_the_pool_set_by_hand_compares_usable_blocks_with_usable_blocks():
     r = build(Params(pool_from="blocks"))
     assert f"would give it {r.catalog_usable:,} usable blocks" in _says(r, "scenario")
     assert r.catalog_usable == r.catalog_blocks - 1
+
+
+def test_the_grid_between_two_sampled_frames_draws_the_steppers_step():
+    # the grid showed the frame before the stepper's step, its title naming another step
+    r = build(Params(prompt_tokens=512, output_tokens=512, rate=1))
+    assert r.sampled
+    drawn = set(r.frames.steps.tolist())
+    step = next(s for s in range(r.num_steps // 2, r.num_steps) if s - 1 not in drawn)
+    chart = figures.pool(r, step)
+    owners = grid_owners(chart["data"][0]["z"]).ravel()[: r.grid_blocks]
+    np.testing.assert_array_equal(owners, r.frames.trace.owners(step - 1)[: r.grid_blocks])
+    assert chart["layout"]["title"]["text"].startswith(f"Step {step} ")
+    at = chart["layout"]["sliders"][0]["active"]
+    assert r.frames.steps[at] + 1 < step < r.frames.steps[at + 1] + 1  # the frame before it
+    framed = int(r.frames.steps[at]) + 1
+    assert figures.pool(r, framed)["layout"]["title"]["text"].startswith(f"Step {framed} ")

@@ -61,6 +61,12 @@
   document.addEventListener("pointerover", pick, true);
   document.addEventListener("pointerdown", pick, true);
   const still = { mode: "immediate", frame: { duration: 0, redraw: true }, transition: { duration: 0 } };
+  function animate(gd, names, options) {
+    // Plotly rejects the promise of an animation that another one interrupts (Space pausing
+    // a play, an arrow during one): expected here, so it must not reach the console
+    const done = window.Plotly.animate(gd, names, options);
+    if (done && done.catch) done.catch(function () {});
+  }
   function playing(gd) {
     // frames still waiting to be shown; a one-frame step that is just finishing (its drawing
     // loop not yet stopped) is not playing, so Space right after an arrow plays
@@ -70,7 +76,7 @@
   function play(gd, from, to) {
     const frames = gd._transitionData._frames;
     const names = frames.slice(from, to ?? frames.length).map(function (f) { return f.name; });
-    window.Plotly.animate(gd, names, {
+    animate(gd, names, {
       mode: "immediate",
       frame: { duration: 300, redraw: true },
       transition: { duration: 0 },
@@ -167,11 +173,11 @@
         if (!own) return; // the stepper's Previous and Next take the arrows
         const step = event.key === "ArrowRight" ? 1 : -1;
         const next = Math.min(frames.length - 1, Math.max(0, at + step));
-        window.Plotly.animate(current, [frames[next].name], still);
+        animate(current, [frames[next].name], still);
         event.stopImmediatePropagation(); // not the stepper's shortcut too
       } else if (event.key === " ") {
         if (playing(current)) {
-          window.Plotly.animate(current, [null], still);
+          animate(current, [null], still);
         } else {
           play(current, at + 1 === frames.length ? 0 : at + 1); // at the end, from the start
         }

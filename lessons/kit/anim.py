@@ -146,8 +146,10 @@ def signature(figure: dict) -> tuple:
     return (tuple(s["label"] for s in steps), opened_at(figure))
 
 
-def reopen(figure: dict, frame: int) -> dict:
-    """A copy of an animated figure that opens at `frame` (the original is left untouched)."""
+def reopen(figure: dict, frame: int, show: dict | None = None) -> dict:
+    """A copy of an animated figure that opens at `frame` (the original is left untouched);
+    `show`: a frame-shaped state to draw instead of that frame's (a step between two sampled
+    frames), with the slider still at `frame`."""
     frames = figure["frames"]
     if not 0 <= frame < len(frames):
         raise ValueError(f"frame {frame} is outside 0..{len(frames) - 1}")
@@ -156,5 +158,5 @@ def reopen(figure: dict, frame: int) -> dict:
     slider["active"] = frame
     layout["sliders"] = [slider, *layout["sliders"][1:]]
     out = {**figure, "data": list(figure["data"]), "layout": layout}
-    _open_at(out, frames[frame])
+    _open_at(out, frames[frame] if show is None else show)
     return out

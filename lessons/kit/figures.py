@@ -148,7 +148,8 @@ def bars(
 
 FREE, NULL, CACHED = -1, -2, -3  # as sim.blocks.owners marks them
 OUTSIDE = -4  # a cell of the last row past the end of the pool
-CACHED_TINT = "#b9dcec"  # a free block that still holds a cached prefix: a pale "kv" blue
+CACHED_TINT = "#b0b0b0"  # a free block that still holds a cached prefix: a darker grey than free
+# (a pale blue was taken for the palette's sky blue, a request's colour)
 FREE_TINT = "#eeeeee"
 
 

@@ -73,8 +73,32 @@ def _frame_words(r: Readout, k: int) -> tuple[str, str]:
 
 
 def pool(r: Readout, step: int) -> dict:
-    """The animated block grid, opening at the frame of `step` (built once per Readout)."""
-    return reopen(_pool(r), frame_of(r, step))
+    """The animated block grid (built once per Readout), opening at `step`: at its frame, or,
+    when the animation samples the run and `step` falls between two frames, drawn for `step`
+    itself over the frame before it, so the grid and its title match the stepper."""
+    step = min(max(int(step), 1), r.num_steps)
+    at = frame_of(r, step)
+    if int(r.frames.steps[at]) == step - 1:
+        return reopen(_pool(r), at)
+    fr, k = r.frames, step - 1
+    lost = [fr.trace.table(k - 1, v) for v in fr.preempted[k]] if k else []
+    freed = np.concatenate(lost) if lost else np.zeros(0, dtype=np.int64)
+    return reopen(_pool(r), at, show=_frame(r, k, fr.trace.owners(k), freed))
+
+
+def _frame(r: Readout, k: int, owners: np.ndarray, freed: np.ndarray) -> dict:
+    """The grid of step k + 1: its cells, the crosses on blocks a victim lost, its words."""
+    cut = r.grid_blocks
+    title, caption = _frame_words(r, k)
+    xs, ys = _cells(freed[freed < cut])
+    return {
+        "data": [
+            {"type": "heatmap", "z": grid_z(owners[:cut], GRID_COLUMNS)},
+            {"type": "scatter", "x": xs, "y": ys},
+        ],
+        "traces": [0, 1],
+        "layout": {"title": {"text": title}, "annotations": [_caption(caption)]},
+    }
 
 
 @lru_cache(maxsize=8)
@@ -99,22 +123,7 @@ def _pool(r: Readout) -> dict:
     }
     frames, names = [], []
     for i, k in enumerate(fr.steps.tolist()):
-        title, caption = _frame_words(r, k)
-        freed = fr.freed_by_preemption[i]
-        xs, ys = _cells(freed[freed < cut])
-        frames.append(
-            {
-                "data": [
-                    {"type": "heatmap", "z": grid_z(fr.owners[i][:cut], GRID_COLUMNS)},
-                    {"type": "scatter", "x": xs, "y": ys},
-                ],
-                "traces": [0, 1],
-                "layout": {
-                    "title": {"text": title},
-                    "annotations": [_caption(caption)],
-                },
-            }
-        )
+        frames.append(_frame(r, k, fr.owners[i], fr.freed_by_preemption[i]))
         names.append(str(k + 1))
     figure = {
         "data": [base, marks],

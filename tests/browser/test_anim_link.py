@@ -74,7 +74,10 @@ def _slider_is(page: Page, value: int) -> None:
 
 
 def test_the_keyboard_steps_plays_and_pauses_the_animation_pointed_at(page: Page, app_url: str):
-    """The arrows step the animation last pointed at, and Space plays and pauses it."""
+    """The arrows step the animation last pointed at, and Space plays and pauses it, without
+    an error in the page (Plotly rejects the promise of the play that Space interrupts)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
     open_page(page, f"{app_url}/step-cost?cost-tokens=1", charts=3)
     chart = page.locator(CHART).nth(ANIM)
     chart.scroll_into_view_if_needed()
@@ -87,3 +90,4 @@ def test_the_keyboard_steps_plays_and_pauses_the_animation_pointed_at(page: Page
     paused = space_plays_and_pauses(page, ANIM, reach=4)
     frames = chart_state(page, ANIM)["frames"]
     assert paused < frames - 1 or frames <= 5  # it stopped before the end
+    assert errors == []
