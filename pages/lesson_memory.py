@@ -25,7 +25,7 @@ def step_panel(r, step: int) -> None:
         col.metric(label, value)
     page.say(s, "step-hits", "step-victim-hits", "step-preempted", "step-resumed")
     page.say(s, "step-finished", "tables")
-    st.dataframe(tables.block_tables(s), hide_index=True, width="stretch")
+    page.table(tables.block_tables(s))
 
 
 @st.fragment
@@ -65,12 +65,12 @@ def rest(r, c) -> None:
     page.chart(figures.classes(c), c, "classes")
     page.say(r, "price")
     if r.preempted:
-        st.dataframe(tables.victims(r), hide_index=True, width="stretch")
+        page.table(tables.victims(r))
     page.say(c, "caching")
     page.say(r, "swap", "readouts", "fixes")
     page.say(c, "fixes-left-out")
     page.chart(figures.fixes(c), c, "fixes")
-    st.dataframe(tables.fixes(c), hide_index=True, width="stretch")
+    page.table(tables.fixes(c))
     page.say(c, "fixes-after", "async")
     page.say(r, "takeaway")
 

@@ -56,6 +56,11 @@ def test_a_presenting_page_draws_main_controls_and_briefs():
     assert words < 0.5 * sum(len(m.value.split()) for m in plain.markdown)
     # the run itself is the same: the hidden control still counts
     assert [m.value for m in at.metric] == [m.value for m in plain.metric]
+    # and the class is told what the link set off screen (and nothing when all are defaults)
+    notes = [c.value for c in at.caption if "off screen while presenting" in c.value]
+    assert notes == ["Also set, off screen while presenting: Running decodes: 8."]
+    calm = run_page(PAGE, query={"present": "1"})
+    assert not [c for c in calm.caption if "off screen while presenting" in c.value]
 
 
 def test_presenter_mode_follows_to_the_next_page_and_turns_off():
@@ -86,3 +91,12 @@ def test_the_defaults_caption_asks_to_switch_off_only_when_the_switch_is_on_scre
     assert "`max_num_batched_tokens`" in captions[1] and "Switch off" not in captions[1]
     assert "Use vLLM's defaults for this GPU" in _drawn_labels(plain)
     assert "Use vLLM's defaults for this GPU" not in _drawn_labels(presenting)
+
+
+def test_a_presenting_lesson_shows_its_tables_as_plain_tables():
+    # the data grid draws 14 px cells on a canvas and scrolled a wide table's last column away;
+    # a plain table takes presenter mode's font size and shows every column
+    shown = run_page("pages/lesson_memory.py", query={"present": "1"})
+    assert not shown.exception and len(shown.table) == 1 and len(shown.dataframe) == 0
+    desk = run_page("pages/lesson_memory.py")
+    assert not desk.exception and len(desk.table) == 0 and len(desk.dataframe) == 1

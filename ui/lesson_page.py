@@ -26,7 +26,17 @@ import streamlit as st
 
 from lessons.course import SITE_TEXT, Lesson, lesson, lessons
 from lessons.kit import anim, limits, story
-from lessons.kit.controls import BadValue, Choice, Declared, Integer, Steps, Text, Toggle, declared
+from lessons.kit.controls import (
+    BadValue,
+    Choice,
+    Declared,
+    Integer,
+    Steps,
+    Text,
+    Toggle,
+    declared,
+    shown,
+)
 from lessons.kit.present import brief
 from lessons.kit.shared import DTYPE
 from lessons.kit.tables import markdown_tables, to_csv
@@ -161,6 +171,7 @@ class LessonPage:
         # The limit sliders hide while vLLM's defaults are on, on every lesson that has them.
         rules = {n: r for n, r in limits.SHOW_IF.items() if n in self.declared} | (show_if or {})
         presenting = present.on()
+        off_screen: list[str] = []  # drawn on the full page, not while presenting
 
         def visible(group: Sequence[str]) -> list[str]:
             """The names of `group` drawn now; the others keep their value (and their link,
@@ -171,6 +182,7 @@ class LessonPage:
                     drawn.append(n)
                 seen[n] = self.upcoming(n)
             shown = [n for n in drawn if not presenting or self.declared[n].spec.main]
+            off_screen.extend(n for n in drawn if n not in shown)
             for name in group:
                 if name not in shown:
                     d = self.declared[name]
@@ -193,7 +205,20 @@ class LessonPage:
                         if name in visible([name]):
                             draw(name)
         self._link_notes = None
+        self._off_screen_note(off_screen, chosen)
         return self.params_cls(**chosen, **(fixed or {}))
+
+    def _off_screen_note(self, names: list[str], chosen: dict[str, Any]) -> None:
+        """While presenting: a caption naming the off-screen controls that are not at their
+        defaults (a link may set them), so the class knows what the run uses."""
+        changed = [n for n in names if chosen[n] != self.declared[n].default]
+        if not changed:
+            return
+        parts = [
+            f"{shown(self.declared[n].spec.label)}: {_said(self.declared[n].spec, chosen[n])}"
+            for n in changed
+        ]
+        st.caption(section(SITE_TEXT, "present-off-screen", {"settings": "; ".join(parts)}))
 
     def defaults_note(self, readout: Any) -> None:
         """The caption under the limits when the run uses vLLM's defaults (the Readout's
@@ -291,6 +316,15 @@ class LessonPage:
         for col, (label, value) in zip(st.columns(len(items)), items, strict=True):
             col.metric(label, value)
 
+    def table(self, frame: Any) -> None:
+        """A table of the lesson: a scrolling data grid, or when presenting a plain table whose
+        every column shows at projector size (the grid draws its cells at 14 px on a canvas,
+        and a wide one scrolled its last column out of view)."""
+        if present.on():
+            st.table(frame, hide_index=True)
+        else:
+            st.dataframe(frame, hide_index=True, width="stretch")
+
     def chart(self, figure: dict, readout: Any, key: str, *, stepper: int | None = None) -> None:
         """A chart; its alt text is the text.md section `alt-<key>`, filled from the Readout.
         An animation opens at the frame a link names (`<prefix>-<key>-frame`), as long as the
@@ -369,6 +403,17 @@ class LessonPage:
                     label=section(SITE_TEXT, "next-lesson", {"title": following.title}),
                     icon=":material/arrow_forward:",
                 )
+
+
+def _said(spec: Any, value: Any) -> str:
+    """A control's value as its widget shows it, as plain text."""
+    if isinstance(spec, Choice):
+        return shown(spec.format(value))
+    if isinstance(spec, Toggle):
+        return section(SITE_TEXT, "present-on" if value else "present-off")
+    if isinstance(value, int):
+        return f"{value:,}"
+    return shown(value)
 
 
 def _always(_: dict[str, Any]) -> bool:

@@ -37,6 +37,7 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stMain"] [data-testid="stSelectbox"] input { font-size: 1.1rem; }
 [data-testid="stMain"] button[data-testid^="stBaseButton"] p { font-size: 1.1rem; }
 [data-testid="stMain"] [data-testid="stSliderThumbValue"] { font-size: 1.05rem; }
+[data-testid="stMain"] [data-testid="stTable"] :is(th, td) { font-size: 1.15rem; }
 </style>"""
 
 

@@ -4,7 +4,8 @@ On a projector the class reads the charts, and the instructor says the rest. `br
 section's headings and the first sentence of its first paragraph (or first list item), so each
 section keeps one short line; tables, code and the rest are left to the full page.
 `presented()` returns a copy of a figure with every text at least `PRESENT_PX` (18 px at
-1280x720 is the bar; the house style's 14-18 px grow by a third) and a taller plot.
+1280x720 is the bar; the house style's 14-18 px grow by a third) and a taller plot, never
+taller than `MAX_HEIGHT_PX`, so that it fits a projector's screen.
 Pure functions: the page (ui/lesson_page.py, ui/charts.py) decides when they apply.
 """
 
@@ -20,6 +21,9 @@ SCALE = 4 / 3  # house font sizes grow by this much (and never below PRESENT_PX)
 HEIGHT_SCALE = 1.25
 TOP_SCALE = 1.6  # the top margin, where the title and the legend rows sit
 DEFAULT_HEIGHT_PX = 450  # Plotly's height when a figure sets none
+# the tallest a presented chart gets: with the app's header it fits a 1280x720 projector whole
+# (the memory grid and the watch dashboard grew to 918 and 775 px, taller than the screen)
+MAX_HEIGHT_PX = 640
 
 # A sentence ends at . ! or ? followed by a space and a capital, a digit, a quote, a bracket
 # or markup; "e.g. " and "i.e. " do not end one.
@@ -110,7 +114,8 @@ def presented(figure: dict) -> dict:
         tick = axis.get("tickfont", {}).get("size", house["tickfont"]["size"])
         axis["tickfont"] = {**axis.get("tickfont", {}), "size": _grow(tick)}
         big[key] = axis
-    big["height"] = round(float(layout.get("height", DEFAULT_HEIGHT_PX)) * HEIGHT_SCALE)
+    tall = round(float(layout.get("height", DEFAULT_HEIGHT_PX)) * HEIGHT_SCALE)
+    big["height"] = min(tall, MAX_HEIGHT_PX)
     # room above the plot for the title and a legend whose larger entries take more rows
     margin = {**HOUSE["margin"], **layout.get("margin", {})}
     big["margin"] = {**margin, "t": round(margin["t"] * TOP_SCALE)}

@@ -36,6 +36,15 @@ CONTROL_TEXT = (
     "'[data-testid=stMain] ' + s)).map(e => e ? parseFloat(getComputedStyle(e).fontSize) : 0)"
 )
 
+TALLEST_CHART = (
+    "() => Math.max(0, ...[...document.querySelectorAll('" + CHART + "')]"
+    ".map(e => e.getBoundingClientRect().height))"
+)
+TABLE_TEXT = (
+    "() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stTable] td')]"
+    ".map(e => parseFloat(getComputedStyle(e).fontSize))"
+)
+
 
 @pytest.fixture
 def small(page: Page) -> Page:
@@ -102,6 +111,11 @@ def test_every_lesson_in_presenter_mode_at_projector_and_desktop_sizes(
             page.wait_for_timeout(800)  # Plotly redraws at the new width
             expect(page.locator("[data-testid=stSidebar]")).to_be_hidden()
             assert page.evaluate(SMALLEST_TEXT) >= 18, (lesson.id, width)
+            # each chart fits the projector's screen whole, under the app's header
+            tallest = page.evaluate(TALLEST_CHART)
+            assert tallest <= 660, (lesson.id, tallest)
+            cells = page.evaluate(TABLE_TEXT)  # a table's cells at projector size too
+            assert not cells or min(cells) >= 18, (lesson.id, cells)
             page.screenshot(path=str(shots / f"present_{lesson.id}_{width}x{height}.png"))
         assert not outside(requests), outside(requests)  # offline classrooms
     finally:
