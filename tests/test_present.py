@@ -59,6 +59,11 @@ def test_a_presenting_page_draws_main_controls_and_briefs():
     # and the class is told what the link set off screen (and nothing when all are defaults)
     notes = [c.value for c in at.caption if "off screen while presenting" in c.value]
     assert notes == ["Also set, off screen while presenting: Running decodes: 8."]
+    long = run_page("pages/lesson_memory.py", query={"present": "1", "mem-rate": "8"})
+    said = [c.value for c in long.caption if "off screen while presenting" in c.value]
+    assert said == [
+        "Also set, off screen while presenting: Interactive arrivals \\(requests per second\\): 8."
+    ]  # the whole label, as plain text
     calm = run_page(PAGE, query={"present": "1"})
     assert not [c for c in calm.caption if "off screen while presenting" in c.value]
 

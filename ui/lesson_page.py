@@ -215,7 +215,7 @@ class LessonPage:
         if not changed:
             return
         parts = [
-            f"{shown(self.declared[n].spec.label)}: {_said(self.declared[n].spec, chosen[n])}"
+            f"{shown(self.declared[n].spec.label, 200)}: {_said(self.declared[n].spec, chosen[n])}"
             for n in changed
         ]
         st.caption(section(SITE_TEXT, "present-off-screen", {"settings": "; ".join(parts)}))
