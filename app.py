@@ -1,7 +1,7 @@
 """Stepwise's frame: page setup, navigation by section, the sidebar with the learner's XP, the
 presenter-mode toggle (ui/present.py) and the scripts every page runs in the browser.
 
-Every page script is registered here explicitly (no auto-discovery of pages/). XP is drawn before
+Every page script is registered here explicitly (no auto-discovery of views/). XP is drawn before
 `present.frame(with_toggle=pg.url_path in TOGGLED)
 scripts.send()
 pg.run()`, which is safe because all grading happens in on_click callbacks, before this runs.
@@ -26,26 +26,26 @@ ICON = Path(__file__).resolve().parent / "assets" / "stepwise-icon.png"
 st.set_page_config(page_title="Stepwise", page_icon=str(ICON), layout="wide")
 
 pages = {
-    "Start": [st.Page("pages/start.py", title="Start", icon=":material/home:", default=True)],
+    "Start": [st.Page("views/start.py", title="Start", icon=":material/home:", default=True)],
     "Lessons": [
         st.Page(lesson.page, title=lesson.short, icon=lesson.icon, url_path=lesson.url)
         for lesson in lessons()
     ],
     "Practice": [
-        st.Page("pages/practice.py", title="Practice", icon=":material/quiz:", url_path="practice"),
+        st.Page("views/practice.py", title="Practice", icon=":material/quiz:", url_path="practice"),
         st.Page(
-            "pages/classroom.py", title="Class quiz", icon=":material/groups:", url_path="class"
+            "views/classroom.py", title="Class quiz", icon=":material/groups:", url_path="class"
         ),
     ],
     "Playground": [
         st.Page(
-            "pages/playground.py",
+            "views/playground.py",
             title="Step-time calculator",
             icon=":material/calculate:",
             url_path="playground",
         ),
         st.Page(
-            "pages/trace.py",
+            "views/trace.py",
             title="Your own trace",
             icon=":material/upload_file:",
             url_path="trace",
@@ -53,7 +53,7 @@ pages = {
     ],
     "Progress": [
         st.Page(
-            "pages/progress.py", title="Progress", icon=":material/trophy:", url_path="progress"
+            "views/progress.py", title="Progress", icon=":material/trophy:", url_path="progress"
         )
     ],
 }

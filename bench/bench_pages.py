@@ -43,7 +43,7 @@ def _cold_frame_seconds() -> float:
     return float(proc.stdout.split()[-1])
 
 
-FRAME_PAGES = ["pages/start.py", "pages/practice.py", "pages/playground.py", "pages/progress.py"]
+FRAME_PAGES = ["views/start.py", "views/practice.py", "views/playground.py", "views/progress.py"]
 
 
 def _move_first_slider(at: AppTest, repeat: int):
@@ -105,9 +105,9 @@ def _time_page(page: str) -> dict:
 
 # The slider each page prepares ahead (LessonPage.ahead): page -> (lesson id, Params field)
 PREPARED = {
-    "pages/lesson_memory.py": ("memory", "prompt_tokens"),
-    "pages/lesson_policies.py": ("policies", "load_pct"),
-    "pages/lesson_watch.py": ("watch", "itl_target_ms"),
+    "views/lesson_memory.py": ("memory", "prompt_tokens"),
+    "views/lesson_policies.py": ("policies", "load_pct"),
+    "views/lesson_watch.py": ("watch", "itl_target_ms"),
 }
 
 

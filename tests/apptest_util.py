@@ -12,7 +12,7 @@ APP = str(ROOT / "app.py")
 
 
 def run_page(page: str | None = None, *, query: dict | None = None, timeout: float = 30) -> AppTest:
-    """Run the real frame (app.py) and switch to `page` (a path like "pages/practice.py")."""
+    """Run the real frame (app.py) and switch to `page` (a path like "views/practice.py")."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     for key, value in (query or {}).items():
         at.query_params[key] = value

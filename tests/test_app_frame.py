@@ -30,7 +30,7 @@ def test_practice_grades_and_awards_xp_for_the_first_answer_only():
     lesson = lessons()[0]
     bank = lesson.bank()
     q, other = bank.questions[0], bank.questions[1]
-    at = run_page("pages/practice.py")
+    at = run_page("views/practice.py")
     assert any("Only your first answer" in c.value for c in at.caption)  # the rule, on screen
     wrong = next(c for c in q.choices if c != q.correct_choice)
     answer(at, lesson.id, q.id, wrong)
@@ -54,7 +54,7 @@ def test_practice_grades_and_awards_xp_for_the_first_answer_only():
 def test_empty_answer_asks_for_a_choice():
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
-    at = run_page("pages/practice.py")
+    at = run_page("views/practice.py")
     key = quiz_key(lesson.id, q.id)
     at.button(key=f"{key}-check").click()
     at.run()
@@ -65,9 +65,9 @@ def test_empty_answer_asks_for_a_choice():
 def test_progress_page_counts_answers():
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
-    at = run_page("pages/practice.py")
+    at = run_page("views/practice.py")
     answer(at, lesson.id, q.id, q.correct_choice)
-    at.switch_page("pages/progress.py")
+    at.switch_page("views/progress.py")
     at.run()
     assert not at.exception
     table = at.dataframe[0].value
@@ -82,12 +82,12 @@ def test_progress_page_counts_answers():
 def test_the_learner_id_stays_put_across_reruns_and_each_apptest_is_a_new_learner():
     from ui.state import LEARNER_KEY
 
-    at = run_page("pages/practice.py")
+    at = run_page("views/practice.py")
     learner = at.session_state[LEARNER_KEY]
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
     answer(at, lesson.id, q.id, q.correct_choice)
-    at.switch_page("pages/progress.py").run()
+    at.switch_page("views/progress.py").run()
     assert at.session_state[LEARNER_KEY] == learner
     assert at.metric[0].value == "10"
     other = run_page()
@@ -99,7 +99,7 @@ def test_progress_survives_a_new_session_of_the_same_learner():
     """A reload is a new session with the same cookie: simulated by seeding the learner id."""
     from ui.state import LEARNER_KEY
 
-    at = run_page("pages/practice.py")
+    at = run_page("views/practice.py")
     learner = at.session_state[LEARNER_KEY]
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
@@ -147,7 +147,7 @@ def test_secrets_url_selects_the_database(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=30)
     at.secrets["connections"] = {"sql": {"url": url}}
     at.run()
-    at.switch_page("pages/practice.py").run()
+    at.switch_page("views/practice.py").run()
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
     answer(at, lesson.id, q.id, q.correct_choice)
@@ -165,7 +165,7 @@ def test_an_unreachable_database_degrades_to_a_warning(monkeypatch):
     monkeypatch.setenv("STEPWISE_DATABASE_URL", "postgresql+psycopg://nobody@127.0.0.1:1/none")
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
-    at = run_page("pages/practice.py")
+    at = run_page("views/practice.py")
     answer(at, lesson.id, q.id, q.correct_choice)
     assert not at.exception
     assert any("Correct" in s.value for s in at.success)

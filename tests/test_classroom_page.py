@@ -7,7 +7,7 @@ from lessons.course import lesson
 from lessons.quiz.rooms import Rooms
 from tests.apptest_util import run_page
 
-PAGE = "pages/classroom.py"
+PAGE = "views/classroom.py"
 
 
 def _texts(at) -> str:
@@ -93,7 +93,7 @@ def test_after_a_revealed_prediction_the_host_runs_it_in_the_lesson_presenting()
     assert teacher.toggle(key="w:present").value
     (back,) = [link for link in teacher.get("page_link") if f"room {code}" in link.proto.label]
     assert back.proto.page == "class"  # the class quiz page's url path
-    teacher.switch_page("pages/classroom.py")
+    teacher.switch_page("views/classroom.py")
     teacher.query_params["room"] = code
     teacher.run()  # the way back: the same session is the room's host again
     assert f"Room {code}" in _texts(teacher) and teacher.button(key="class-next")

@@ -16,13 +16,13 @@ from lessons.course import lessons
 from tests.apptest_util import run_page
 
 PAGES = [
-    "pages/start.py",
+    "views/start.py",
     *[lesson.page for lesson in lessons()],
-    "pages/practice.py",
-    "pages/playground.py",
-    "pages/trace.py",
-    "pages/classroom.py",
-    "pages/progress.py",
+    "views/practice.py",
+    "views/playground.py",
+    "views/trace.py",
+    "views/classroom.py",
+    "views/progress.py",
 ]
 # The pages driven here; tests/test_cross_page_b.py drives the others (two files, so that two
 # test workers share the work: pytest-xdist keeps a file on one worker).
@@ -30,7 +30,7 @@ HALF = len(PAGES) // 2
 FIRST = PAGES[:HALF]
 # Pages without a control of their own: "max" would repeat "min" exactly, so they run once (and
 # check_page fails the day one of them gets a control).
-NO_CONTROLS = {"pages/start.py", "pages/progress.py"}
+NO_CONTROLS = {"views/start.py", "views/progress.py"}
 ROUNDS = 3  # controls revealed by another control (show_if) get their turn next round
 
 
@@ -111,7 +111,7 @@ def check_page(page: str, extreme: str) -> None:
 
 
 def test_steppers_and_the_class_boxes_are_among_the_controls_driven():
-    keys = {key for _, key in _controls(run_page("pages/lesson_step_loop.py"))}
+    keys = {key for _, key in _controls(run_page("views/lesson_step_loop.py"))}
     assert "sl-step" in keys and "w:present" in keys
-    keys = {key for _, key in _controls(run_page("pages/classroom.py"))}
+    keys = {key for _, key in _controls(run_page("views/classroom.py"))}
     assert {"class-lesson", "class-code", "class-nick"} <= keys

@@ -40,7 +40,7 @@ from tests import reference_scheduler
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 from tests.scenarios import load_recording
 
-PAGE = "pages/lesson_choosing_budget.py"
+PAGE = "views/lesson_choosing_budget.py"
 SCENE = ("H100-SXM", "Llama-3.1-8B", 128, 20_000)
 
 

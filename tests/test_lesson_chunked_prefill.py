@@ -29,8 +29,8 @@ from sim.timed import run_timed
 from sim.workload import Workload
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
 
-PAGE = "pages/lesson_chunked_prefill.py"
-STEP_COST = "pages/lesson_step_cost.py"
+PAGE = "views/lesson_chunked_prefill.py"
+STEP_COST = "views/lesson_step_cost.py"
 KIND = {CHUNK: "decode step plus a prompt chunk", WHOLE: "whole prompt in one step"}
 
 

@@ -105,7 +105,7 @@ def test_no_lesson_imports_another():
 def test_files_stay_small():
     for path in (ROOT / "lessons").glob("*/figures.py"):
         assert len(path.read_text().splitlines()) <= 300, path
-    for path in (ROOT / "pages").glob("*.py"):
+    for path in (ROOT / "views").glob("*.py"):
         assert len(path.read_text().splitlines()) <= 80, path
 
 

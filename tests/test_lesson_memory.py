@@ -29,7 +29,7 @@ from sim.timed import run_timed
 from sim.workload import Workload
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
 
-PAGE = "pages/lesson_memory.py"
+PAGE = "views/lesson_memory.py"
 TEXT = lesson("memory").text_path
 VARIANTS = [
     Params(),

@@ -24,7 +24,7 @@ from sim.overload import full_batch
 from sim.timed import run_timed
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, past_predictions, run_page
 
-PAGE = "pages/lesson_overload.py"
+PAGE = "views/lesson_overload.py"
 TEXT = lesson("overload").text_path
 KEY = (Params().gpu, Params().model, Params().tp, Params().dtype)
 

@@ -24,7 +24,7 @@ from sim.groups import by_group, queue_time_s
 from sim.scheduler import run_steps
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, past_predictions, run_page
 
-PAGE = "pages/lesson_policies.py"
+PAGE = "views/lesson_policies.py"
 TEXT = lesson("policies").text_path
 
 

@@ -38,7 +38,7 @@ from sim.hardware import DATA_DIR, get_gpu, gpu_keys
 from sim.models import get_model, linear_shapes, model_keys, weight_read_bytes
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 
-PAGE = "pages/lesson_step_cost.py"
+PAGE = "views/lesson_step_cost.py"
 
 
 TEXT = lesson("step_cost").text_path

@@ -45,7 +45,7 @@ from sim.timed import run_timed
 from sim.workload import Workload
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 
-PAGE = "pages/lesson_step_loop.py"
+PAGE = "views/lesson_step_loop.py"
 OWN = {"vllm_defaults": False}
 ASYNC = {"async_scheduling": True}
 TEXT = lesson("step_loop").text_path

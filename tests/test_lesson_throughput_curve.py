@@ -29,7 +29,7 @@ from tests import reference_scheduler
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 from tests.scenarios import base_settings
 
-PAGE = "pages/lesson_throughput_curve.py"
+PAGE = "views/lesson_throughput_curve.py"
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from sim.scheduler import run_steps
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
 from tests.scenarios import load_recording
 
-PAGE = "pages/lesson_token_budget.py"
+PAGE = "views/lesson_token_budget.py"
 TEXT = lesson("token_budget").text_path
 
 

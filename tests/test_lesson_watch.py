@@ -23,7 +23,7 @@ from sim.cost import Deployment, step_ms
 from sim.metrics import kv_usage
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, past_predictions, run_page
 
-PAGE = "pages/lesson_watch.py"
+PAGE = "views/lesson_watch.py"
 TEXT = lesson("watch").text_path
 TARGET = Params().itl_target_ms
 SIGN = {

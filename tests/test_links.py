@@ -5,7 +5,7 @@ import pytest
 
 from tests.apptest_util import charts, run_page, trace_values
 
-COST = "pages/lesson_step_cost.py"
+COST = "views/lesson_step_cost.py"
 
 
 def _warnings(at) -> str:
@@ -47,13 +47,13 @@ def test_a_hostile_value_is_escaped_and_cut():
 
 
 def test_bad_tokens_in_calculator_give_a_message():
-    at = run_page("pages/playground.py")
+    at = run_page("views/playground.py")
     at.text_input(key="w:calc-tokens").set_value("1, two, 3").run()
     assert not at.exception
     assert any("two" in e.value for e in at.error)
 
 
-@pytest.mark.parametrize("page", [COST, "pages/playground.py"])
+@pytest.mark.parametrize("page", [COST, "views/playground.py"])
 def test_a_weights_link_reopens_as_shown(page):
     """The URL carries the label the learner sees (FP8); reopening it gives FP8, no warning."""
     at = run_page(page, query={"gpu": "L4", "dtype": "FP8"})
@@ -66,7 +66,7 @@ def test_a_link_typed_in_another_case_opens_the_option_it_names():
     at = run_page(COST, query={"gpu": "L4", "dtype": "fp8"})
     assert at.selectbox(key="w:dtype").value == "fp8"
     assert not at.warning
-    at = run_page("pages/lesson_memory.py", query={"mem-policy": "priority"})
+    at = run_page("views/lesson_memory.py", query={"mem-policy": "priority"})
     assert at.selectbox(key="w:mem-policy").value == "priority" and not at.warning
 
 
@@ -96,7 +96,7 @@ def test_settings_follow_the_learner_but_lesson_values_do_not():
     at = run_page(COST)
     at.selectbox(key="w:gpu").set_value("A100-80GB").run()
     at.select_slider(key="w:cost-tokens").set_value(16384).run()
-    at.switch_page("pages/playground.py").run()
+    at.switch_page("views/playground.py").run()
     assert at.selectbox(key="w:gpu").value == "A100-80GB"
     assert at.text_input(key="w:calc-tokens").value == "1, 64, 512, 2048, 8192"
     at.switch_page(COST).run()
@@ -120,7 +120,7 @@ def _page_keys():
 
     out = []
     for page, module in [(x.page, f"lessons.{x.id}.lesson") for x in lessons()] + [
-        ("pages/playground.py", "lessons.calculator.tool")
+        ("views/playground.py", "lessons.calculator.tool")
     ]:
         mod = importlib.import_module(module)
         out.append((page, [d.url_key(mod.PREFIX) for d in declared(mod.Params)]))
@@ -144,7 +144,7 @@ def test_every_link_value_of_every_page_is_checked_and_escaped(page, keys):
 def test_a_bad_link_value_is_reported_across_the_page_not_in_its_control_s_column():
     """The note for a bad value sits above the controls at full width: squeezed into the
     column of its slider it read one word per line."""
-    at = run_page("pages/lesson_policies.py", query={"pol-load": "abc"}, timeout=180)
+    at = run_page("views/lesson_policies.py", query={"pol-load": "abc"}, timeout=180)
     assert any("pol-load" in w.value for w in at.warning)
     for col in at.columns:
         assert not any("pol-load" in w.value for w in col.warning), "drawn in a column"

@@ -11,7 +11,7 @@ from lessons.kit import story
 from lessons.kit.present import brief
 from tests.apptest_util import run_page
 
-PAGE = "pages/lesson_step_cost.py"
+PAGE = "views/lesson_step_cost.py"
 
 
 def test_brief_keeps_headings_and_the_first_sentence():
@@ -59,7 +59,7 @@ def test_a_presenting_page_draws_main_controls_and_briefs():
     # and the class is told what the link set off screen (and nothing when all are defaults)
     notes = [c.value for c in at.caption if "off screen while presenting" in c.value]
     assert notes == ["Also set, off screen while presenting: Running decodes: 8."]
-    long = run_page("pages/lesson_memory.py", query={"present": "1", "mem-rate": "8"})
+    long = run_page("views/lesson_memory.py", query={"present": "1", "mem-rate": "8"})
     said = [c.value for c in long.caption if "off screen while presenting" in c.value]
     assert said == [
         "Also set, off screen while presenting: Interactive arrivals \\(requests per second\\): 8."
@@ -70,7 +70,7 @@ def test_a_presenting_page_draws_main_controls_and_briefs():
 
 def test_presenter_mode_follows_to_the_next_page_and_turns_off():
     at = run_page(PAGE, query={"present": "1"})
-    at.switch_page("pages/lesson_overload.py").run()
+    at.switch_page("views/lesson_overload.py").run()
     assert not at.exception and at.toggle(key="w:present").value is True
     at.toggle(key="w:present").set_value(False).run()
     assert "present" not in at.query_params
@@ -89,7 +89,7 @@ def test_a_bad_present_link_is_reported_as_plain_text(raw):
 def test_the_defaults_caption_asks_to_switch_off_only_when_the_switch_is_on_screen():
     """Presenting hides the defaults toggle (not a main control): the caption still names the
     limits the run uses, but no longer asks to switch off a toggle nobody can see."""
-    page = "pages/lesson_memory.py"
+    page = "views/lesson_memory.py"
     plain, presenting = run_page(page), run_page(page, query={"present": "1"})
     captions = [" ".join(c.value for c in at.caption) for at in (plain, presenting)]
     assert "`max_num_batched_tokens`" in captions[0] and "Switch off" in captions[0]
@@ -101,7 +101,7 @@ def test_the_defaults_caption_asks_to_switch_off_only_when_the_switch_is_on_scre
 def test_a_presenting_lesson_shows_its_tables_as_plain_tables():
     # the data grid draws 14 px cells on a canvas and scrolled a wide table's last column away;
     # a plain table takes presenter mode's font size and shows every column
-    shown = run_page("pages/lesson_memory.py", query={"present": "1"})
+    shown = run_page("views/lesson_memory.py", query={"present": "1"})
     assert not shown.exception and len(shown.table) == 1 and len(shown.dataframe) == 0
-    desk = run_page("pages/lesson_memory.py")
+    desk = run_page("views/lesson_memory.py")
     assert not desk.exception and len(desk.table) == 0 and len(desk.dataframe) == 1

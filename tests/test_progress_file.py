@@ -1,4 +1,4 @@
-"""Saving progress to a file and loading it back (lessons/quiz/saved.py, pages/progress.py).
+"""Saving progress to a file and loading it back (lessons/quiz/saved.py, views/progress.py).
 
 Why: the file carries a learner's answers to another browser. Loading re-grades every answer
 against the current course, so a file cannot carry XP the course does not give nor more than
@@ -34,7 +34,7 @@ from lessons.quiz.saved import (
 from tests.apptest_util import answer, run_page
 
 COURSE = [(lsn.bank(), lsn.exercises()) for lsn in lessons()]
-PAGE = "pages/progress.py"
+PAGE = "views/progress.py"
 
 
 def _seq(answers):
@@ -200,7 +200,7 @@ def test_a_refusal_quotes_nothing_from_the_file():
 
 
 def test_the_page_saves_and_loads_progress():
-    at = run_page("pages/lesson_step_loop.py")
+    at = run_page("views/lesson_step_loop.py")
     q = lesson("step_loop").bank().questions[0]
     answer(at, "step_loop", q.id, q.correct_choice)
     assert at.session_state["progress"].xp == 10
@@ -224,7 +224,7 @@ def test_the_page_saves_and_loads_progress():
 
 
 def test_the_page_refuses_a_bad_file_and_keeps_the_progress():
-    at = run_page("pages/practice.py")
+    at = run_page("views/practice.py")
     q = lessons()[0].bank().questions[0]
     answer(at, lessons()[0].id, q.id, q.correct_choice)
     at.switch_page(PAGE).run()

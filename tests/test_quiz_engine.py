@@ -187,7 +187,7 @@ def test_the_page_shows_the_shuffled_order():
     from lessons.course import lesson
     from tests.apptest_util import quiz_key, run_page
 
-    at = run_page("pages/lesson_step_loop.py")
+    at = run_page("views/lesson_step_loop.py")
     for q in lesson("step_loop").bank().questions:
         assert list(at.radio(key=quiz_key("step_loop", q.id)).options) == list(q.shown_choices)
 

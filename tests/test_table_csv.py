@@ -30,9 +30,9 @@ def test_a_markdown_table_becomes_rows_without_its_rule_or_emphasis():
 @pytest.mark.parametrize(
     ("page", "name"),
     [
-        ("pages/lesson_chunked_prefill.py", "table-body"),
-        ("pages/lesson_overload.py", "gateway"),
-        ("pages/lesson_watch.py", "bands"),
+        ("views/lesson_chunked_prefill.py", "table-body"),
+        ("views/lesson_overload.py", "gateway"),
+        ("views/lesson_watch.py", "bands"),
     ],
 )
 def test_each_table_of_a_lesson_downloads_as_the_csv_of_what_it_shows(page, name):

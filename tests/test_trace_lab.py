@@ -1,4 +1,4 @@
-"""The trace playground (lessons/trace_lab, pages/trace.py): what a bad file gets, that each
+"""The trace playground (lessons/trace_lab, views/trace.py): what a bad file gets, that each
 side is the run `simulate` would make, the comparison and the per-request CSV, and the page."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_each_side_is_the_run_simulate_makes():
 
 
 def test_the_page_shows_the_readout_of_the_sample():
-    at = run_page("pages/trace.py", timeout=120)
+    at = run_page("views/trace.py", timeout=120)
     p = tool.Params()
     trace = tool.sample("chat", tool.max_model_len(p))
     a, b = tool.run_side(p, "a", trace), tool.run_side(p, "b", trace)

@@ -119,5 +119,5 @@ def back_link(code: str) -> None:
     """A link to the class room (its host's view in the session that hosts it)."""
     label = section(SITE_TEXT, "class-back", {"code": code})
     st.page_link(
-        "pages/classroom.py", label=label, query_params={"room": code}, icon=":material/groups:"
+        "views/classroom.py", label=label, query_params={"room": code}, icon=":material/groups:"
     )

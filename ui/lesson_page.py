@@ -381,7 +381,7 @@ class LessonPage:
             raise ValueError("a tool page has no quiz")
         self.say(None, "quiz")
         st.page_link(
-            "pages/classroom.py",
+            "views/classroom.py",
             label=section(SITE_TEXT, "class-room-link"),
             icon=":material/groups:",
             query_params={"lesson": self.lesson.id},

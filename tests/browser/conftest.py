@@ -48,9 +48,9 @@ def pytest_terminal_summary(terminalreporter):
 def app_url(browser):
     """Start `streamlit run app.py` on a free loopback port; stop it after the session.
 
-    The first session of a fresh server is opened once at "/": Streamlit shows a spurious
-    "Page not found" on a deep link before any session has run st.navigation
-    (streamlit/streamlit#9992), and no test should see that.
+    The first session of a fresh server is opened once at "/", so that the imports it loads
+    (NumPy, pandas, Plotly) are not timed by the first test's waits. (A deep link as the very
+    first visit is tested on a server of its own: tests/browser/test_deep_link.py.)
     """
     if NO_BROWSER is not None:
         pytest.skip(NO_BROWSER)
