@@ -74,7 +74,8 @@ class Readout(Selection):
     now_in_bands: bool
     budget_differs: bool  # the ITL target allows a smaller budget than the large one
     budget_fixes: bool  # ... and Dashboard 3's fix meets the target (longest step, ITL p99)
-    budget_short: bool  # ... and it does not (then the target is out of reach)
+    budget_short: bool  # ... and it does not (then the target is out of reach); both False
+    # on the other dashboards, which do not run Dashboard 3
     healthy_ok: bool  # the healthy dashboard shows no problem sign
     # the dashboards' recipes, as the text names them
     chat_system_prompt: int
