@@ -294,9 +294,11 @@ def build(p: Params) -> Readout:
         sjf_starves=sjf["max_wait"] > 1.5 * fcfs["max_wait"],
         sjf_int_p99_s=sjf["int_p99"],
         sjf_batch_p99_s=sjf["batch_p99"],
-        sjf_best_int=bool(
+        sjf_best_int=bool(  # the section also says what the batch class pays for it
             not no_choice
             and sjf["int_p99"] < 0.9 * np.delete(each("int_p99"), POLICIES.index("sjf")).min()
+            and sjf["batch_p99"] > prio["batch_p99"]
+            and sjf["max_wait_batch"]
         ),
         fair_heavy_p50_s=fair["heavy_p50"],
         fair_light_p50_s=fair["light_p50"],

@@ -91,7 +91,7 @@ class Readout(Scheduled):
     sjf_starves: bool
     sjf_int_p99_s: float
     sjf_batch_p99_s: float
-    sjf_best_int: bool  # SJF's interactive TTFT p99 is under 0.9x every other policy's
+    sjf_best_int: bool  # SJF's interactive TTFT p99 under 0.9x every other's, paid by batch
     fair_heavy_p50_s: float
     fair_light_p50_s: float
     fcfs_heavy_p50_s: float
