@@ -520,3 +520,14 @@ def test_the_grid_between_two_sampled_frames_draws_the_steppers_step():
     assert r.frames.steps[at] + 1 < step < r.frames.steps[at + 1] + 1  # the frame before it
     framed = int(r.frames.steps[at]) + 1
     assert figures.pool(r, framed)["layout"]["title"]["text"].startswith(f"Step {framed} ")
+
+
+def test_no_line_of_a_note_starts_as_a_markdown_list_item():
+    # "tensor parallel\n1) has no room" rendered as a numbered list, losing the "1)"
+    import re
+
+    for params in (Params(gpu_memory_utilization=50), Params(model="Llama-3.1-70B", tp=4)):
+        r = build(params)
+        for name in ("no-fit", "victim-result", "scenario"):
+            text = story.text(TEXT, name, r if name != "victim-result" else comparison(params))
+            assert not re.search(r"^\s*\d+[.)]\s", text, re.MULTILINE), (name, text)

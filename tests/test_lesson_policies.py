@@ -253,3 +253,21 @@ def test_a_gpu_where_at_most_one_waits_claims_no_overload():
     assert "At most one request waits" in _says(r, "no-queue")
     assert _says(r, "overload") == ""
     assert "nothing to reorder" in _says(r, "prefix-gain")
+
+
+def test_claims_about_priority_and_the_heavy_tenant_hold_where_they_are_made():
+    # A10G at 50%: "brings that down to 3.2 s" from 3.2 s; tenant A at 34%: "sends more than
+    # its share" while tenant C sent more; the share said is the draw's, not the slider's
+    calm = build(Params(gpu="A10G", load_pct=50))
+    assert not calm.prio_helps and "brings that down" not in _says(calm, "prio-helps")
+    light = build(Params(heavy_pct=34))
+    counts = np.bincount(
+        runs_for(*(light.gpu, "Llama-3.1-8B", 1, "bf16"), 120, 70, 34, True)
+        .runs["fcfs"]
+        .workload.tenant,
+        minlength=3,
+    )
+    assert counts.argmax() != 0 and not light.fair_holds
+    r = build(Params())
+    assert f"({r.heavy_share_pct}%)" in _says(r, "workload")
+    assert r.heavy_share_pct == round(r.heavy / r.requests * 100)

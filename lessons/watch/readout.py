@@ -72,7 +72,8 @@ class Readout(Selection):
     # the dashboard shown (the fix's if `fixed`) and the two runs' readings
     dash: Dash
     now_in_bands: bool
-    budget_differs: bool  # the ITL target allows a smaller budget than the large one
+    budget_differs: bool  # the target asks for a smaller budget, and (Dashboard 3) the large
+    # one breaks it: its ITL p99 is above the target
     budget_fixes: bool  # ... and Dashboard 3's fix meets the target (longest step, ITL p99)
     budget_short: bool  # ... and it does not (then the target is out of reach); both False
     # on the other dashboards, which do not run Dashboard 3
