@@ -24,6 +24,7 @@ from lessons.kit.figures import axis, bars, block_grid, category_axis, grid_z
 from lessons.kit.words import join
 from lessons.memory.lesson import GRID_COLUMNS, at_step, frame_of
 from lessons.memory.readout import Comparison, Readout
+from lessons.memory.trace import lost_blocks
 from lessons.theme import color
 
 TEXT = lesson("memory").text_path
@@ -81,8 +82,7 @@ def pool(r: Readout, step: int) -> dict:
     if int(r.frames.steps[at]) == step - 1:
         return reopen(_pool(r), at)
     fr, k = r.frames, step - 1
-    lost = [fr.trace.table(k - 1, v) for v in fr.preempted[k]] if k else []
-    freed = np.concatenate(lost) if lost else np.zeros(0, dtype=np.int64)
+    freed = lost_blocks(fr.trace, k, fr.preempted[k])
     return reopen(_pool(r), at, show=_frame(r, k, fr.trace.owners(k), freed))
 
 

@@ -352,7 +352,6 @@ def build(p: Params) -> Readout:
         **used_limits(p, budget, seqs),
         asked_seqs=asked,
         limits_refused=asked > budget,
-        pool_from_memory=memory,
         utilization=p.gpu_memory_utilization,
         catalog_blocks=catalog,
         weights_fit=fits,

@@ -15,7 +15,6 @@ class Readout(UsedLimits, Selection):
     asked_seqs: int
     limits_refused: bool
     # the pool
-    pool_from_memory: bool
     utilization: int  # gpu_memory_utilization, %
     catalog_blocks: int  # what vLLM would give the cache on this GPU (null block included)
     weights_fit: bool

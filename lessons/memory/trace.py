@@ -15,6 +15,7 @@ the turn's schedule(), so the victim's blocks are empty in the frame of the step
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -235,19 +236,18 @@ def _seen_finished(run: Run) -> list[tuple[int, ...]]:
     return [(), *rows[:-1]] if run.config.async_scheduling else rows
 
 
+def lost_blocks(trace: BlockTrace, k: int, victims: Sequence[int]) -> np.ndarray:
+    """The blocks the victims preempted in step k + 1 held before it (empty for none)."""
+    lost = [trace.table(k - 1, int(v)) for v in victims] if k else []
+    return np.concatenate(lost) if lost else np.zeros(0, dtype=np.int32)
+
+
 def frames_of(run: Run, max_frames: int) -> Frames:
     """The frames and per-step readouts of a traced run (see Frames)."""
     trace: BlockTrace = run.blocks
     steps = pick_steps(run, max_frames)
     owners = np.stack([trace.owners(int(k)) for k in steps]).astype(np.int16)
-    freed = []
-    for k in steps.tolist():
-        d = run.detail[k]
-        if d.preempted.size and k:
-            lost = [trace.table(k - 1, int(v)) for v in d.preempted.tolist()]
-            freed.append(np.concatenate(lost) if lost else np.zeros(0, dtype=np.int32))
-        else:
-            freed.append(np.zeros(0, dtype=np.int32))
+    freed = [lost_blocks(trace, k, run.detail[k].preempted.tolist()) for k in steps.tolist()]
     used = trace.used()
     usage = 100.0 * used / (trace.num_gpu_blocks - 1)
     with np.errstate(invalid="ignore", divide="ignore"):

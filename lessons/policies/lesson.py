@@ -242,7 +242,6 @@ def build(p: Params) -> Readout:
         batch=batch,
         tenants=TENANTS,
         heavy=int((wl.tenant == 0).sum()),
-        heavy_pct=p.heavy_pct,
         heavy_share_pct=round(int((wl.tenant == 0).sum()) / wl.num_requests * 100),
         prefixes=PREFIXES,
         prefix_tokens=PREFIX_TOKENS,

@@ -36,7 +36,6 @@ class Readout(Scheduled):
     batch: int
     tenants: int
     heavy: int  # requests of the heavy tenant (tenant A)
-    heavy_pct: int  # the slider's share
     heavy_share_pct: int  # the share the draw gave tenant A
     prefixes: int
     prefix_tokens: int
