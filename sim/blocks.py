@@ -32,25 +32,18 @@ class BlockTraceLog:
         self.computed: list[np.ndarray] = []
         self.cache_counts: list[tuple[int, int, int, int]] = []
         self.used: list[int] = []
-        # vLLM's PrefixCacheStats, so far: (queries, hits) of requests never preempted, and of
-        # preempted ones, which vLLM keeps apart from its hit-rate counters
-        self.counts = [0, 0, 0, 0]
 
-    def record_lookup(self, num_tokens: int, hit_tokens: int, preempted: bool) -> None:
-        """One lookup in the prefix cache (every one the waiting loop makes, admitted or not,
-        as vLLM's get_computed_blocks records it)."""
-        i = 2 if preempted else 0
-        self.counts[i] += num_tokens
-        self.counts[i + 1] += hit_tokens
-
-    def add(self, pool: Any, blocks: np.ndarray, computed: np.ndarray, used: int) -> None:
+    def add(
+        self, pool: Any, blocks: np.ndarray, computed: np.ndarray, used: int, counts: list[int]
+    ) -> None:
+        """One snapshot; `counts` are the engine's PrefixCacheStats so far (sim/run.py)."""
         ids, cached = pool.tables()
         self.used.append(used)
         self.ids.append(ids)
         self.lens.append(blocks.astype(np.int32))
         self.cached.append(cached)
         self.computed.append(np.where(blocks > 0, computed, 0).astype(np.int32))
-        self.cache_counts.append(tuple(self.counts))
+        self.cache_counts.append(tuple(counts))
 
     def trace(self, config: Any) -> BlockTrace:
         n = self.lens[0].shape[0] if self.lens else 0
@@ -81,10 +74,10 @@ class BlockTrace:
     16j + 15). `cached_free[k]` are the free blocks that still hold a hashed block (prefix
     caching), first to be evicted first. Block 0 is vLLM's null block, never handed out.
     `num_computed_tokens[k, r]` is request r's count at the end of the turn (0 once its blocks
-    are freed). The last four count tokens from the start of the run to the end of each turn,
-    as vLLM's PrefixCacheStats does: looked up in the prefix cache and found there, at every
-    lookup of the waiting loop, by requests never preempted (`prefix_queries`, `prefix_hits`:
-    what vLLM's hit-rate counters report) and by preempted ones (`preempted_*`, kept apart).
+    are freed). The last four are the run's PrefixCacheStats (sim/run.py) at the end of each
+    turn: tokens looked up in the prefix cache and found there by the requests admitted so far,
+    never preempted (`prefix_queries`, `prefix_hits`: what vLLM's hit-rate counters report) and
+    preempted (`preempted_*`, kept apart).
     """
 
     num_gpu_blocks: int

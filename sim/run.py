@@ -41,6 +41,26 @@ class StepDetail:
     kv_blocks_used: int
 
 
+@dataclass(frozen=True)
+class PrefixCacheStats:
+    """vLLM's PrefixCacheStats over a run, in tokens, recorded as vLLM 0.33 does it: once per
+    admission (a lookup whose request is not admitted in that step is not counted), the request's
+    known tokens and the tokens it found cached. `queries` and `hits` are those of requests never
+    preempted, which vLLM exports as vllm:prefix_cache_queries and vllm:prefix_cache_hits; a
+    preempted request's are kept apart, so that a victim finding its own blocks again does not
+    raise the hit rate."""
+
+    queries: int = 0
+    hits: int = 0
+    preempted_queries: int = 0
+    preempted_hits: int = 0
+
+    @property
+    def hit_rate_pct(self) -> float:
+        """hits / queries in percent, as a dashboard plots vLLM's two counters (0 without any)."""
+        return 100.0 * self.hits / self.queries if self.queries else 0.0
+
+
 @dataclass(frozen=True, eq=False)
 class Run:
     """The result of one run. Arrays are read-only by convention; do not mutate them."""
@@ -83,6 +103,7 @@ class Run:
     # per request: True if a gateway's queue timeout cut it off (sim/gateway.py); None: no timeout
     timed_out: np.ndarray | None = field(default=None)
     blocks: BlockTrace | None = field(default=None)  # block tables per step (trace_blocks)
+    prefix_cache: PrefixCacheStats = field(default_factory=PrefixCacheStats)
 
     @property
     def rejected_requests(self) -> dict[str, int]:

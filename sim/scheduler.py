@@ -44,7 +44,7 @@ from sim.gateway import GatewayMixin
 from sim.kv import PrefixCachePool, cdiv
 from sim.policy import Policy, make_policy
 from sim.quiet import QuietRunMixin
-from sim.run import Run, StepDetail
+from sim.run import PrefixCacheStats, Run, StepDetail
 from sim.window import WindowMixin
 from sim.workload import Workload
 
@@ -279,6 +279,9 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
             else None
         )
         self.traced = BlockTraceLog() if trace_blocks else None
+        # vLLM's PrefixCacheStats so far (sim/run.py): queries and hits of requests never
+        # preempted, then of preempted ones
+        self.lookups = [0, 0, 0, 0]
 
         self.step = 0  # number of steps done
         self.now_s = 0.0
@@ -534,8 +537,6 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
             nt = int(self.num_tokens[r])
             hits, evictable = pool.lookup(r, nt)
             hit_tok = len(hits) * bs
-            if self.traced is not None and pool.hashing:  # vLLM's PrefixCacheStats.record
-                self.traced.record_lookup(nt, hit_tok, bool(self.num_preemptions[r]))
             nn = nt - hit_tok
             if thr_on:
                 nn = min(nn, self.thr)
@@ -549,6 +550,10 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
                 break
             if alloc + evictable + wm > free:
                 break
+            if pool.hashing:  # vLLM records the lookup at admission only (PrefixCacheStats)
+                i = 2 if self.num_preemptions[r] else 0
+                self.lookups[i] += nt
+                self.lookups[i + 1] += hit_tok
             pool.take_hits(r, hits)
             pool.allocate(r, alloc)
             pool.cache(r, (hit_tok + c) // bs)
@@ -678,7 +683,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         self.step = k
         if self.traced is not None:  # the end of the turn: this schedule and output processed
             used = self.usable - self.pool.num_free
-            self.traced.add(self.pool, self.blocks, self.computed, used)
+            self.traced.add(self.pool, self.blocks, self.computed, used, self.lookups)
         if fin.shape[0] and not self.async_sched:
             self.running = R[self.status[R] == RUNNING]
         if total == 0 and R.shape[0] == 0 and W.shape[0] and pre.shape[0] == 0:
@@ -843,6 +848,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
             rejected=self.rejected,
             timed_out=self.timed_out if self.timeout_s is not None else None,
             blocks=None if self.traced is None else self.traced.trace(self.cfg),
+            prefix_cache=PrefixCacheStats(*self.lookups),
             **cols,
         )
 

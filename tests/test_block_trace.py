@@ -9,6 +9,7 @@ a victim's blocks at once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -81,9 +82,13 @@ def _check_trace(run) -> None:
     ):
         assert np.all(np.diff(hits) >= 0) and np.all(np.diff(queries) >= 0)
         assert np.all(hits <= queries)
-    # every admission's hits were counted at its lookup (failed lookups count too)
-    looked = int(trace.prefix_hits[-1] + trace.preempted_hits[-1]) if trace.num_steps else 0
-    assert looked >= run.num_prefix_hit_tokens.sum()
+    # the counters at the last turn are the run's, and count each admission's hits once
+    if trace.num_steps:
+        last = (trace.prefix_queries, trace.prefix_hits, trace.preempted_queries)
+        last += (trace.preempted_hits,)
+        assert tuple(int(a[-1]) for a in last) == dataclasses.astuple(run.prefix_cache)
+    stats = run.prefix_cache
+    assert stats.hits + stats.preempted_hits == run.num_prefix_hit_tokens.sum()
     if not cfg.enable_prefix_caching and trace.num_steps:
         assert trace.prefix_queries[-1] == trace.preempted_queries[-1] == 0
     for k in range(trace.num_steps):

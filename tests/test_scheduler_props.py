@@ -5,7 +5,9 @@ fair-share, with tenants; chunked or not, thresholds,
 watermarks, tiny pools that force preemptions, shared prefixes with prefix caching): the budget,
 max_num_seqs and the pool are never exceeded; every request ends with exactly its output tokens
 (or length-capped by max_model_len); the work done is conserved (scheduled tokens = prompt +
-outputs - 1 + recomputed - prefix hits, per request); batching quiet runs changes nothing; the
+outputs - 1 + recomputed - prefix hits, per request); vLLM's prefix-cache counters query each
+request once, at its first admission, and keep a preempted request's apart; batching quiet runs
+changes nothing; the
 same input gives the same run; in timed runs time never goes backwards and no request is
 scheduled before it arrives.
 
@@ -120,8 +122,17 @@ def _check_invariants(config: SchedulerConfig, wl: Workload, run) -> None:
     work = wl.prompt_tokens + expected_out - 1 + run.num_recomputed_tokens
     work = work - run.num_prefix_hit_tokens
     assert run.num_scheduled_tokens.sum() == work.sum()
+    # vLLM's PrefixCacheStats: one record per admission, a preempted request's kept apart, so
+    # every request is queried once with its prompt (a head refused for blocks is not counted)
+    stats = run.prefix_cache
     if not config.enable_prefix_caching:
         assert run.num_prefix_hit_tokens.sum() == 0
+        assert stats == type(stats)()
+    else:
+        assert stats.queries == wl.prompt_tokens.sum()
+        assert stats.hits + stats.preempted_hits == run.num_prefix_hit_tokens.sum()
+        assert (stats.preempted_queries > 0) == (run.total_preemptions > 0)
+        assert stats.preempted_hits <= stats.preempted_queries
     if run.detail is not None:
         per_req = np.zeros(wl.num_requests, dtype=np.int64)
         for d in run.detail:

@@ -4,7 +4,8 @@ One workload, five policies. N_REQUESTS requests in two classes (interactive, pr
 batch, priority 1, long) and three tenants (A is the heavy one, with the learner's share of the
 requests), each prompt opening with one of PREFIXES shared system prompts. They arrive as a
 Poisson stream at the learner's load, a percentage of the capacity (sim.overload: the requests
-per second the engine finishes with all of them queued at once, under FCFS). Each policy runs
+per second the engine finishes under FCFS while work is always queued, measured on a burst of
+the same recipe holding CAPACITY_WAVES full batches, without its fill and drain). Each policy runs
 the same requests on the cost model's clock with per-step detail, so switching policy redraws
 from runs already made; the chosen one's waiting queue is animated.
 """
@@ -21,6 +22,7 @@ from lessons.kit import shared
 from lessons.kit.anim import sample_steps
 from lessons.kit.controls import Choice, Steps, Toggle, control
 from lessons.kit.selection import scheduled
+from lessons.kit.sizing import PROBE, TRIM
 from lessons.kit.words import span
 from lessons.policies.readout import Queue, Readout
 from sim.cost import Deployment
@@ -28,7 +30,7 @@ from sim.generators import WorkloadSpec
 from sim.groups import queue_time_s
 from sim.metrics import request_metrics
 from sim.models import kv_pool
-from sim.overload import capacity_req_per_s, poisson_at
+from sim.overload import capacity_req_per_s, full_batch, poisson_at
 from sim.policy import TEACHING_POLICIES
 from sim.run import Run
 from sim.timed import config_for, run_timed
@@ -38,6 +40,7 @@ PREFIX = "pol"
 OWN_VALUES = ("labels", "frame-", "predict-revealed")
 POLICIES = ("fcfs", "priority", "sjf", "prefix-aware", "fair-share")
 N_REQUESTS = 150
+CAPACITY_WAVES = 4  # full batches in the capacity's burst (at least N_REQUESTS requests)
 SEED = 7
 MAX_MODEL_LEN = 16_384
 PREFIX_TOKENS = 2_048  # each system prompt
@@ -133,12 +136,17 @@ def _base(dep: Deployment, fits: bool, caching: bool):
 
 
 @lru_cache(maxsize=32)
-def _capacity(gpu: str, model: str, tp: int, dtype: str, mix: int, heavy: int, caching: bool):
-    """The capacity (sim.overload) of the lesson's requests under FCFS: the same for every load."""
+def _capacity(gpu: str, model: str, tp: int, dtype: str, mix: int, caching: bool) -> float:
+    """The capacity (sim.overload) of the lesson's requests under FCFS, the same for every load
+    and tenant share. A fast GPU runs all N_REQUESTS at once, so their burst never keeps it busy:
+    the burst holds CAPACITY_WAVES full batches of the same recipe (lessons/kit/sizing)."""
     dep = Deployment(gpu=gpu, model=model, tp=tp, dtype=dtype)
     fits = kv_pool(gpu, model, tp=tp, dtype=dtype).fits
-    burst = dataclasses.replace(poisson_at(recipe(mix), 1.0), tenant=tenants(heavy))
-    return capacity_req_per_s(_base(dep, fits, caching), burst, dep)
+    base = _base(dep, fits, caching)
+    spec = recipe(mix)
+    full = full_batch(base, poisson_at(dataclasses.replace(spec, n=PROBE), 1.0), dep)
+    n = max(N_REQUESTS, CAPACITY_WAVES * full)
+    return capacity_req_per_s(base, poisson_at(dataclasses.replace(spec, n=n), 1.0), dep, trim=TRIM)
 
 
 @lru_cache(maxsize=16)
@@ -151,7 +159,7 @@ def runs_for(
     base = _base(dep, fits, caching)
     spec = recipe(mix)
     who = tenants(heavy)
-    capacity = _capacity(gpu, model, tp, dtype, mix, heavy, caching)
+    capacity = _capacity(gpu, model, tp, dtype, mix, caching)
     rate = capacity * load / 100
     wl = dataclasses.replace(poisson_at(spec, rate), tenant=who)
     runs = {
@@ -180,7 +188,7 @@ def _stats(run: Run) -> dict:
         "max_wait_batch": bool(batch[worst]),
         "int_pre": int(run.num_preemptions[~batch].sum()),
         "batch_pre": int(run.num_preemptions[batch].sum()),
-        "hit": float(run.num_prefix_hit_tokens.sum() / wl.prompt_tokens.sum() * 100),
+        "hit": run.prefix_cache.hit_rate_pct,  # vLLM's counters (victims' hits kept apart)
         "heavy_p50": float(np.percentile(ttft_s[heavy], 50)) if heavy.any() else 0.0,
         "light_p50": float(np.percentile(ttft_s[~heavy], 50)) if (~heavy).any() else 0.0,
         "peak_waiting": int(np.max(run.num_waiting)),

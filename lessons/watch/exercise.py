@@ -52,7 +52,7 @@ def hit_rate(seed: int) -> Drawn:
         prefix_tokens=[system] * count,
     )
     run = run_steps(config, wl)
-    hits, queries = int(run.num_prefix_hit_tokens.sum()), int(wl.prompt_tokens.sum())
+    hits, queries = run.prefix_cache.hits, run.prefix_cache.queries  # vLLM's two counters
     answer = hits / queries * 100
     full = system // BLOCK * BLOCK
     values = {

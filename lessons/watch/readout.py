@@ -45,7 +45,8 @@ class Signs:
     step_spikes: bool
     low_hits: bool
     any_sign: bool
-    in_bands: bool  # every reading inside its band in 99% of the steps, and no preemptions
+    in_bands: bool  # every reading inside its band in 99% of the steps, no preemptions, and
+    # the TTFT and ITL p99 within their targets
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +78,12 @@ class Readout(Selection):
     budget_fixes: bool  # ... and Dashboard 3's fix meets the target (longest step, ITL p99)
     budget_short: bool  # ... and it does not (then the target is out of reach); both False
     # on the other dashboards, which do not run Dashboard 3
-    healthy_ok: bool  # the healthy dashboard shows no problem sign
+    healthy_ok: bool  # the healthy dashboard's fix run (the same run) is in every band
+    long_ttft_before_s: float  # Dashboard 3's long documents: median TTFT before the fix
+    long_ttft_after_s: float  # ... and with it
+    budget_ttft_small: bool  # Dashboard 3's fix meets the target and raises the TTFT p99 by
+    # at most a quarter
+    budget_ttft_big: bool  # ... and by more
     # the dashboards' recipes, as the text names them
     chat_system_prompt: int
     prompt_median: int
