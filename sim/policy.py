@@ -6,8 +6,8 @@ a running request cannot get KV blocks. Everything else (budget, blocks, chunkin
 A policy here answers those two questions over NumPy arrays of request indices, so a teaching
 policy is one small class registered by name, without touching the scheduler.
 
-`fcfs` and `priority` are vLLM's. `sjf` (shortest job first), `fair-share` (round-robin over
-tenants) and `prefix-aware` (cached prefixes first) are teaching policies that vLLM does not
+`fcfs` and `priority` are vLLM's. `sjf` (shortest job first), `fair-share` (tenants take
+turns) and `prefix-aware` (cached prefixes first) are teaching policies that vLLM does not
 have. The first two keep their waiting queue sorted by a key fixed at arrival, so the
 scheduler's windows (sim/window.py) treat them as they treat `priority`; `prefix-aware` re-sorts
 the queue every step from the prefix cache (`reorder`), whose block pool the windows never use.
@@ -154,9 +154,10 @@ class ShortestJobFirst(_Ranked):
 
 
 class FairShare(_Ranked):
-    """Teaching policy (not vLLM's): round-robin over tenants. A request's rank is how many
-    earlier requests of its own tenant there are, so the queue takes one request of each tenant
-    in turn (in arrival order within a round); the victim is the request admitted last among
+    """Teaching policy (not vLLM's): the tenants take turns. A request's rank is how many
+    earlier requests of its own tenant there are (counted from the start of the run, so a tenant
+    that has sent fewer goes first), so every tenant's n-th request comes before any tenant's
+    (n+1)-th, in arrival order within a round; the victim is the request admitted last among
     those of the tenant that holds the most running requests."""
 
     name = "fair-share"

@@ -44,3 +44,20 @@ def test_each_table_of_a_lesson_downloads_as_the_csv_of_what_it_shows(page, name
     shown = [t for m in at.markdown for t in markdown_tables(m.value)]
     assert got in shown  # the table as the page draws it, cell for cell
     assert len(got) > 2 and all(len(row) == len(got[0]) for row in got)
+
+
+def test_data_tables_read_with_thousands_separators():
+    """The memory lesson's tables showed 123456 for 123,456 (a walk finding): whole numbers get
+    separators, decimals keep the places their column carries, text stays text."""
+    from lessons.kit.tables import readable
+
+    shown = readable(
+        [
+            {"request": "r1", "tokens": 123456, "ms": 1234.5, "share": 0.125},
+            {"request": "r2", "tokens": 7, "ms": 2.0, "share": 1.0},
+        ]
+    )
+    html = shown.to_html()
+    for cell in ("123,456", ">7<", "1,234.5", "2.0", "0.125", "1.000", "r1"):
+        assert cell in html, cell
+    assert "123456" not in html

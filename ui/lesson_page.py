@@ -39,7 +39,7 @@ from lessons.kit.controls import (
 )
 from lessons.kit.present import brief
 from lessons.kit.shared import DTYPE
-from lessons.kit.tables import markdown_tables, to_csv
+from lessons.kit.tables import markdown_tables, readable, to_csv
 from lessons.text import section
 from ui import autoplay, present, warm
 from ui.charts import show
@@ -320,10 +320,11 @@ class LessonPage:
         """A table of the lesson: a scrolling data grid, or when presenting a plain table whose
         every column shows at projector size (the grid draws its cells at 14 px on a canvas,
         and a wide one scrolled its last column out of view)."""
+        shown = readable(frame)  # thousands separators (lessons/kit/tables.py)
         if present.on():
-            st.table(frame, hide_index=True)
+            st.table(shown, hide_index=True)
         else:
-            st.dataframe(frame, hide_index=True, width="stretch")
+            st.dataframe(shown, hide_index=True, width="stretch")
 
     def chart(self, figure: dict, readout: Any, key: str, *, stepper: int | None = None) -> None:
         """A chart; its alt text is the text.md section `alt-<key>`, filled from the Readout.

@@ -1,5 +1,6 @@
 """The Markdown tables of a text section as CSV, so that every table a lesson shows can be
-downloaded for a slide or a spreadsheet, not only the st.dataframe ones (issue 12).
+downloaded for a slide or a spreadsheet, not only the st.dataframe ones (issue 12); and a
+lesson's data tables as a learner reads them, numbers with thousands separators (`readable`).
 
 A table is a run of lines that start with `|`; its second line is the `|---|` rule. Cells lose
 the Markdown emphasis a lesson uses (`**`, `*`, `` ` ``); the numbers stay as the page shows them.
@@ -10,6 +11,10 @@ from __future__ import annotations
 import csv
 import io
 import re
+
+import numpy as np
+import pandas as pd
+from pandas.io.formats.style import Styler
 
 _EMPHASIS = re.compile(r"\*\*|`|(?<!\w)\*|\*(?!\w)")
 
@@ -35,3 +40,20 @@ def to_csv(rows: list[list[str]]) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(rows)
     return out.getvalue()
+
+
+def readable(rows: list[dict]) -> Styler:
+    """Rows (column -> value) as a styled table: whole numbers with thousands separators
+    (12,345), and decimals at the places their column's values carry (at most 3)."""
+    frame = pd.DataFrame(rows)
+    formats = {}
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_integer_dtype(col):
+            formats[name] = "{:,}"
+        elif pd.api.types.is_float_dtype(col):
+            places = next(
+                (k for k in range(4) if np.allclose(col.round(k), col, rtol=0, atol=1e-9)), 3
+            )
+            formats[name] = f"{{:,.{places}f}}"
+    return frame.style.format(formats, na_rep="–")

@@ -120,8 +120,8 @@ class Comparison:
     fcfs_batch_preempted: int
     priority_interactive_preempted: int
     priority_batch_preempted: int
-    fcfs_interactive_ttft_p99_ms: float
-    priority_interactive_ttft_p99_ms: float
+    fcfs_interactive_ttft_p99_s: float
+    priority_interactive_ttft_p99_s: float
     fcfs_batch_e2e_p99_s: float
     priority_batch_e2e_p99_s: float
     priority_spares_interactive: bool
