@@ -16,8 +16,6 @@ the run the last output is processed once more and those two columns (and the de
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -92,15 +90,5 @@ class AsyncMixin:
         if self.step:
             cols["kv_blocks_used"] = np.append(cols["kv_blocks_used"][1:], kv_last)
             cols["num_finished"] = np.append(cols["num_finished"][1:], fin_last.shape[0])
-        d = self.detail
-        if d:
-            for i in range(len(d)):
-                fin, kv = (
-                    (d[i + 1].finished, d[i + 1].kv_blocks_used)
-                    if i + 1 < len(d)
-                    else (
-                        fin_last,
-                        kv_last,
-                    )
-                )
-                d[i] = replace(d[i], finished=fin, kv_blocks_used=kv)
+        if self.detail:
+            self.detail.shift_async(fin_last, kv_last)

@@ -56,11 +56,19 @@ def capacity_req_per_s(
     the finish times over the time between those two finishes."""
     if not 0.0 <= trim < 0.5:
         raise SimInputError(f"trim must be in [0, 0.5), got {trim}")
+    return capacity_of(burst_run(config, workload, dep), trim)
+
+
+def burst_run(config: SchedulerConfig, workload: Workload, dep: Any) -> Run:
+    """The run of `workload` with every request queued at 0 s and no admission limit."""
     burst = dataclasses.replace(workload, arrival_s=np.zeros(workload.num_requests))
-    unlimited = _unprotected(config)
-    run = run_timed(unlimited, burst, dep)
+    return run_timed(_unprotected(config), burst, dep)
+
+
+def capacity_of(run: Run, trim: float = 0.0) -> float:
+    """`capacity_req_per_s` of a `burst_run`."""
     end = run.step_start_s[-1] + run.step_ms[-1] / 1e3
-    n = workload.num_requests
+    n = run.workload.num_requests
     lo, hi = int(trim * (n - 1)), int(round((1 - trim) * (n - 1)))
     if trim == 0.0 or hi <= lo:
         return float(n / end)
@@ -72,9 +80,7 @@ def capacity_req_per_s(
 def full_batch(config: SchedulerConfig, workload: Workload, dep: Any) -> int:
     """The most requests of `workload` that run at once when all are queued at 0 s: how many a
     full engine holds (the budget, max_num_seqs or the KV cache, whichever binds first)."""
-    burst = dataclasses.replace(workload, arrival_s=np.zeros(workload.num_requests))
-    unlimited = _unprotected(config)
-    return int(np.max(run_timed(unlimited, burst, dep).num_running))
+    return int(np.max(burst_run(config, workload, dep).num_running))
 
 
 def prefill_tokens_per_s(config: SchedulerConfig, dep: Any) -> float:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.detail import QuietSteps
 from sim.kv import cdiv
-from sim.run import StepDetail
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -167,27 +167,10 @@ class QuietRunMixin:
             axis=1,
         )
         self.log.add_block(block, starts, ms)
-        if self.detail is not None:
-            one = np.ones(nR, dtype=np.int64)  # shared by the run's steps
-            one.flags.writeable = False
-            for i in range(m):
-                self.detail.append(
-                    StepDetail(
-                        step=k0 + i,
-                        arrived=self.arrived_now if i == 0 else _EMPTY,
-                        scheduled_req=R,
-                        scheduled_tokens=one,
-                        new=_EMPTY,
-                        resumed=_EMPTY,
-                        preempted=_EMPTY,
-                        sampled=R,
-                        finished=fin if i == m - 1 else _EMPTY,
-                        running=R,
-                        waiting=self.waiting,
-                        kv_blocks_used_after_schedule=int(used0 + cum[i]),
-                        kv_blocks_used=int(kv_used[i]),
-                    )
-                )
+        if self.detail is not None:  # one record for the m steps (sim/detail.py)
+            self.detail.add_quiet(
+                QuietSteps(k0, R, self.waiting, self.arrived_now, fin, used0 + cum, kv_used)
+            )
         self.step = k_last
         if fin.shape[0]:
             self.running = R[self.status[R] == 2]  # still RUNNING

@@ -13,6 +13,7 @@ new, resumed, sampled, running and waiting order) that a replay turns into vLLM'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,7 +98,7 @@ class Run:
     first_token_s: np.ndarray
     finish_s: np.ndarray
     scheduler_seconds: float = 0.0
-    detail: list[StepDetail] | None = field(default=None)
+    detail: Sequence[StepDetail] | None = field(default=None)  # sim/detail.py DetailLog
     # per request: 0 admitted, else the admission limit that refused it (sim/admission.py)
     rejected: np.ndarray | None = field(default=None)
     # per request: True if a gateway's queue timeout cut it off (sim/gateway.py); None: no timeout

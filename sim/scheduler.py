@@ -39,6 +39,7 @@ from sim.async_sched import AsyncMixin
 from sim.blocks import BlockTraceLog
 from sim.closed_loop import ClosedLoopMixin
 from sim.config import SchedulerConfig
+from sim.detail import DetailLog
 from sim.errors import SimInputError
 from sim.gateway import GatewayMixin
 from sim.kv import PrefixCachePool, cdiv
@@ -288,7 +289,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         self.log = _StepLog()
         self.tok_req: list[np.ndarray] = []
         self.tok_step: list[np.ndarray] = []
-        self.detail: list[StepDetail] | None = [] if self.record_detail else None
+        self.detail: DetailLog | None = DetailLog() if self.record_detail else None
         self.arrived_now = _EMPTY
         self.seconds = 0.0  # spent in `advance` so far
 

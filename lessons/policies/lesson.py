@@ -4,8 +4,9 @@ One workload, five policies. N_REQUESTS requests in two classes (interactive, pr
 batch, priority 1, long) and three tenants (A is the heavy one, with the learner's share of the
 requests), each prompt opening with one of PREFIXES shared system prompts. They arrive as a
 Poisson stream at the learner's load, a percentage of the capacity (sim.overload: the requests
-per second the engine finishes under FCFS while work is always queued, measured on a burst of
-the same recipe holding CAPACITY_WAVES full batches, without its fill and drain). Each policy runs
+per second the engine finishes under FCFS while work is queued, measured on the requests' burst
+without its fill and drain; where a fast GPU runs them all at once, on a burst of the same recipe
+holding CAPACITY_WAVES full batches). Each policy runs
 the same requests on the cost model's clock with per-step detail, so switching policy redraws
 from runs already made; the chosen one's waiting queue is animated.
 """
@@ -30,7 +31,7 @@ from sim.generators import WorkloadSpec
 from sim.groups import queue_time_s
 from sim.metrics import request_metrics
 from sim.models import kv_pool
-from sim.overload import capacity_req_per_s, full_batch, poisson_at
+from sim.overload import burst_run, capacity_of, full_batch, poisson_at
 from sim.policy import TEACHING_POLICIES
 from sim.run import Run
 from sim.timed import config_for, run_timed
@@ -138,15 +139,19 @@ def _base(dep: Deployment, fits: bool, caching: bool):
 @lru_cache(maxsize=32)
 def _capacity(gpu: str, model: str, tp: int, dtype: str, mix: int, caching: bool) -> float:
     """The capacity (sim.overload) of the lesson's requests under FCFS, the same for every load
-    and tenant share. A fast GPU runs all N_REQUESTS at once, so their burst never keeps it busy:
-    the burst holds CAPACITY_WAVES full batches of the same recipe (lessons/kit/sizing)."""
+    and tenant share, measured on their burst without its fill and drain. A fast GPU runs all
+    N_REQUESTS at once, so their burst never keeps it busy: then the burst holds CAPACITY_WAVES
+    full batches of the same recipe instead (lessons/kit/sizing)."""
     dep = Deployment(gpu=gpu, model=model, tp=tp, dtype=dtype)
     fits = kv_pool(gpu, model, tp=tp, dtype=dtype).fits
     base = _base(dep, fits, caching)
     spec = recipe(mix)
-    full = full_batch(base, poisson_at(dataclasses.replace(spec, n=PROBE), 1.0), dep)
-    n = max(N_REQUESTS, CAPACITY_WAVES * full)
-    return capacity_req_per_s(base, poisson_at(dataclasses.replace(spec, n=n), 1.0), dep, trim=TRIM)
+    run = burst_run(base, poisson_at(spec, 1.0), dep)
+    if np.max(run.num_running) == N_REQUESTS:  # all at once: nothing was ever queued
+        full = full_batch(base, poisson_at(dataclasses.replace(spec, n=PROBE), 1.0), dep)
+        n = max(N_REQUESTS, CAPACITY_WAVES * full)
+        run = burst_run(base, poisson_at(dataclasses.replace(spec, n=n), 1.0), dep)
+    return capacity_of(run, TRIM)
 
 
 @lru_cache(maxsize=16)
