@@ -531,3 +531,23 @@ def test_no_line_of_a_note_starts_as_a_markdown_list_item():
         for name in ("no-fit", "victim-result", "scenario"):
             text = story.text(TEXT, name, r if name != "victim-result" else comparison(params))
             assert not re.search(r"^\s*\d+[.)]\s", text, re.MULTILINE), (name, text)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        Params(),  # from memory, the weights fit: vLLM's pool
+        Params(pool_from="blocks"),  # the learner's block count
+        Params(pool_from="blocks", num_gpu_blocks=64),  # too few: raised to the floor
+        Params(model="Llama-3.1-70B", tp=4),  # from memory, the weights do not fit: the floor
+        Params(model="Llama-3.1-70B", tp=4, pool_from="blocks"),
+        Params(gpu_memory_utilization=70),  # from memory, too small: raised
+    ],
+)
+def test_the_run_names_exactly_one_pool(params):
+    """The scenario's three pool variants are chosen by three fields that must never hold
+    together, or the text would say two pools (or none)."""
+    r = build(params)
+    assert r.pool_vllm + r.pool_by_hand + r.pool_floor == 1
+    variants = [s for s in story.parse(TEXT) if s.name == "scenario" and s.shows(r)]
+    assert len(variants) == 1
