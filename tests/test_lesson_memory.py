@@ -20,7 +20,7 @@ from lessons.kit.controls import declared
 from lessons.kit.figures import grid_owners
 from lessons.memory import exercise, figures, predict
 from lessons.memory import lesson as mem
-from lessons.memory.lesson import BLOCK_SIZE, GRID_COLUMNS, Params, at_step, build, comparison
+from lessons.memory.lesson import BLOCK_SIZE, Params, at_step, build, comparison
 from sim.blocks import CACHED, FREE, NULL
 from sim.kv import cdiv
 from sim.models import kv_pool
@@ -374,7 +374,6 @@ def test_a_step_replay_of_the_same_rule_preempts_the_newest():
     )
     first = next(d for d in run.detail if d.preempted.size)
     assert first.preempted.tolist() == [1]  # the newer of the two
-    assert GRID_COLUMNS == 64
 
 
 @pytest.mark.parametrize(("prompt", "mml"), [(4096, 1024), (2048, 1024), (4096, 2048)])
@@ -518,8 +517,12 @@ def test_the_grid_between_two_sampled_frames_draws_the_steppers_step():
     assert chart["layout"]["title"]["text"].startswith(f"Step {step} ")
     at = chart["layout"]["sliders"][0]["active"]
     assert r.frames.steps[at] + 1 < step < r.frames.steps[at + 1] + 1  # the frame before it
+    # the slider's label would name the frame before it: hidden, the title names the step
+    assert chart["layout"]["sliders"][0]["currentvalue"]["visible"] is False
     framed = int(r.frames.steps[at]) + 1
-    assert figures.pool(r, framed)["layout"]["title"]["text"].startswith(f"Step {framed} ")
+    on_frame = figures.pool(r, framed)["layout"]
+    assert on_frame["title"]["text"].startswith(f"Step {framed} ")
+    assert on_frame["sliders"][0]["currentvalue"]["visible"] is True
 
 
 def test_no_line_of_a_note_starts_as_a_markdown_list_item():
@@ -551,3 +554,24 @@ def test_the_run_names_exactly_one_pool(params):
     assert r.pool_vllm + r.pool_by_hand + r.pool_floor == 1
     variants = [s for s in story.parse(TEXT) if s.name == "scenario" and s.shows(r)]
     assert len(variants) == 1
+
+
+@pytest.mark.parametrize(("blocks", "columns"), [(100, 16), (300, 32), (1200, 64)])
+def test_a_small_pool_is_drawn_in_enough_rows_to_read(blocks, columns):
+    """100 blocks drawn 64 to a row were two thin rows with ticks at 0.5 and the x-axis title
+    under the Play button: a small pool now gets shorter rows, whole-row ticks and a plot tall
+    enough for the controls below it, and its cells are still the pool's blocks."""
+    r = build(Params(pool_from="blocks", num_gpu_blocks=blocks, rate=4))
+    n = r.grid_blocks  # the pool (100 is raised to the fewest this workload runs in)
+    assert r.grid_columns == columns and blocks <= n < 2 * blocks
+    chart = figures.pool(r, 1)
+    z = chart["data"][0]["z"]
+    rows = -(-n // columns)
+    assert grid_owners(z).shape == (rows, columns)
+    owners = grid_owners(z).ravel()[:n]
+    np.testing.assert_array_equal(owners, r.frames.trace.owners(0)[:n])
+    layout = chart["layout"]
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    assert plot_px >= figures.GRID_MIN_PX
+    assert layout["yaxis"].get("dtick", 1) == 1 or rows >= 8
+    assert layout["yaxis"]["range"] == [rows - 0.5, -0.5]

@@ -213,7 +213,22 @@ def test_the_shuffled_order_is_pinned_across_processes():
     from lessons.course import lesson
 
     q = lesson("step_loop").bank().question("order")
-    assert [q.choices.index(c) for c in q.shown_choices] == [3, 0, 1, 2]
+    assert [q.choices.index(c) for c in q.shown_choices] == [1, 3, 0, 2]
+
+
+def test_a_computed_answer_is_not_always_in_the_same_place():
+    """A computed question lists its answer first; shuffled by its id alone, the answer sat in
+    the same place whatever the run said (the policies question always showed it first)."""
+    from lessons.quiz.bank import Question
+
+    q = Question("predict_x", "Which?", ("a", "b"), 0, "", computed="x")
+    places = set()
+    for n in range(12):
+        choices = tuple(f"About {n * 10 + k} requests" for k in range(4))
+        shown = q.resolved(choices, 0, {}).shown_choices
+        assert sorted(shown) == sorted(choices)
+        places.add(shown.index(choices[0]))
+    assert len(places) > 1
 
 
 def test_the_answer_rounded_as_the_box_shows_it_is_accepted():

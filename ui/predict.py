@@ -141,15 +141,17 @@ def predict_box(
     if room is not None:  # the way back to the room (presenter mode has no sidebar)
         class_reveal.back_link(room)
     st.session_state[_drawn_key(page.prefix)] = opening
-    if not opening:
-        st.info(page.text("predict-other"), icon=":material/info:")
-        st.button(
+    if not opening:  # the note and its button side by side: the controls below move less
+        note, back = st.columns([3, 1], vertical_alignment="center")
+        note.info(page.text("predict-other"), icon=":material/info:")
+        back.button(
             section(SITE_TEXT, "predict-opening"),
             key=f"{page.prefix}-predict-opening",
             on_click=_back_to_opening,
             args=(page, step_key, step),
             help=section(SITE_TEXT, "predict-opening-help"),
             icon=":material/restart_alt:",
+            width="stretch",
         )
     held = predicting(page)
     if held:

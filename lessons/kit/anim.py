@@ -149,13 +149,16 @@ def signature(figure: dict) -> tuple:
 def reopen(figure: dict, frame: int, show: dict | None = None) -> dict:
     """A copy of an animated figure that opens at `frame` (the original is left untouched);
     `show`: a frame-shaped state to draw instead of that frame's (a step between two sampled
-    frames), with the slider still at `frame`."""
+    frames), with the slider still at `frame`. Then the slider's label is hidden: it would name
+    `frame`'s step, not the one drawn (the figure's title names that)."""
     frames = figure["frames"]
     if not 0 <= frame < len(frames):
         raise ValueError(f"frame {frame} is outside 0..{len(frames) - 1}")
     layout = dict(figure["layout"])
     slider = dict(layout["sliders"][0])
     slider["active"] = frame
+    if show is not None:
+        slider["currentvalue"] = {**slider.get("currentvalue", {}), "visible": False}
     layout["sliders"] = [slider, *layout["sliders"][1:]]
     out = {**figure, "data": list(figure["data"]), "layout": layout}
     _open_at(out, frames[frame] if show is None else show)

@@ -18,14 +18,17 @@ from functools import cache, lru_cache
 import numpy as np
 
 from lessons.course import lesson
-from lessons.kit import story
+from lessons.kit import anim, story
 from lessons.kit.anim import animate, reopen
-from lessons.kit.figures import axis, bars, block_grid, category_axis, grid_z
+from lessons.kit.figures import axis, bars, block_grid, category_axis, count_axis, grid_z
 from lessons.kit.words import join
-from lessons.memory.lesson import GRID_COLUMNS, at_step, frame_of
+from lessons.memory.lesson import at_step, frame_of
 from lessons.memory.readout import Comparison, Readout
 from lessons.memory.trace import lost_blocks
 from lessons.theme import color
+
+GRID_TOP_PX = 130  # the title and the caption above the grid
+GRID_MIN_PX = 260  # the grid's plot, at least
 
 TEXT = lesson("memory").text_path
 
@@ -41,9 +44,9 @@ def _say(name: str, **values) -> str:
     return story.text(TEXT, name, None, **values)
 
 
-def _cells(blocks: np.ndarray) -> tuple[list, list]:
+def _cells(blocks: np.ndarray, columns: int) -> tuple[list, list]:
     b = np.asarray(blocks, dtype=np.int64)
-    return (b % GRID_COLUMNS).tolist() or [None], (b // GRID_COLUMNS).tolist() or [None]
+    return (b % columns).tolist() or [None], (b // columns).tolist() or [None]
 
 
 def _frame_words(r: Readout, k: int) -> tuple[str, str]:
@@ -90,10 +93,10 @@ def _frame(r: Readout, k: int, owners: np.ndarray, freed: np.ndarray) -> dict:
     """The grid of step k + 1: its cells, the crosses on blocks a victim lost, its words."""
     cut = r.grid_blocks
     title, caption = _frame_words(r, k)
-    xs, ys = _cells(freed[freed < cut])
+    xs, ys = _cells(freed[freed < cut], r.grid_columns)
     return {
         "data": [
-            {"type": "heatmap", "z": grid_z(owners[:cut], GRID_COLUMNS)},
+            {"type": "heatmap", "z": grid_z(owners[:cut], r.grid_columns)},
             {"type": "scatter", "x": xs, "y": ys},
         ],
         "traces": [0, 1],
@@ -105,8 +108,9 @@ def _frame(r: Readout, k: int, owners: np.ndarray, freed: np.ndarray) -> dict:
 def _pool(r: Readout) -> dict:
     fr = r.frames
     cut = r.grid_blocks
-    base = block_grid(fr.owners[0][:cut], GRID_COLUMNS, owners=len(fr.names))
-    rows = -(-cut // GRID_COLUMNS)
+    columns = r.grid_columns
+    base = block_grid(fr.owners[0][:cut], columns, owners=len(fr.names))
+    rows = -(-cut // columns)
     words = labels()
     marks = {
         "type": "scatter",
@@ -128,17 +132,22 @@ def _pool(r: Readout) -> dict:
     figure = {
         "data": [base, marks],
         "layout": {
-            "height": max(360, 14 * rows + 300),
+            # the plot at least GRID_MIN_PX tall, so that the Play buttons and the step slider
+            # (placed by kit/anim.py as fractions of it) sit below the x-axis title
+            "height": GRID_TOP_PX + max(GRID_MIN_PX, 14 * rows) + anim.BOTTOM_MARGIN_PX,
             "xaxis": axis(
-                words["x"].format(columns=GRID_COLUMNS),
-                range=[-0.5, GRID_COLUMNS - 0.5],
+                words["x"].format(columns=columns),
+                range=[-0.5, columns - 0.5],
                 showgrid=False,
             ),
             "yaxis": axis(
-                words["y"].format(columns=GRID_COLUMNS), autorange="reversed", showgrid=False
+                words["y"].format(columns=columns),
+                range=[rows - 0.5, -0.5],  # row 0 on top
+                showgrid=False,
+                **({"dtick": 1} if rows < 8 else {}),  # whole rows only
             ),
             "showlegend": False,  # the crosses are explained in the text above the grid
-            "margin": {"t": 130},
+            "margin": {"t": GRID_TOP_PX},
         },
     }
     return animate(figure, frames, names)
@@ -170,10 +179,15 @@ def paging(r: Readout) -> dict:
             "title": {"text": words["title-paging"]},
             "height": 340,
             "xaxis": category_axis(words["method"]),
-            "yaxis": axis(words["seqs-axis"], rangemode="tozero"),
+            "yaxis": count_axis(words["seqs-axis"], _top([r.paged_seqs, r.static_seqs])),
             "showlegend": False,
         },
     }
+
+
+def _top(counts: list[int]) -> float:
+    """The top of a count axis: a little above the largest count (1 when all are 0)."""
+    return max([*counts, 1]) * 1.08
 
 
 def classes(r: Comparison) -> dict:
@@ -203,7 +217,7 @@ def classes(r: Comparison) -> dict:
             "height": 400,
             "barmode": "group",
             "xaxis": category_axis(words["class"], domain=[0, 0.44]),
-            "yaxis": axis(words["preemptions-axis"], rangemode="tozero"),
+            "yaxis": count_axis(words["preemptions-axis"], _top([x.preemptions for x in rows])),
             "xaxis2": category_axis(words["class"], domain=[0.56, 1], anchor="y2"),
             "yaxis2": axis(words["ttft-axis"], anchor="x2", rangemode="tozero"),
         },
@@ -224,7 +238,7 @@ def fixes(r: Comparison) -> dict:
         "layout": {
             "title": {"text": words["title-fixes"]},
             "height": 150 + 44 * len(names),
-            "xaxis": axis(words["preemptions-axis"], domain=[0, 0.46], rangemode="tozero"),
+            "xaxis": count_axis(words["preemptions-axis"], _top(pre), domain=[0, 0.46]),
             "xaxis2": axis(words["ttft-axis"], domain=[0.54, 1], anchor="y", rangemode="tozero"),
             "yaxis": axis(words["fix-axis"], automargin=True),
         },

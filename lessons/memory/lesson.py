@@ -48,7 +48,15 @@ INTERACTIVE = 24  # interactive requests arriving at the chosen rate
 SEED = 7
 SPREAD = 0.5  # lengths are drawn uniformly within +-50% of the chosen ones
 GRID_MAX_BLOCKS = 4096  # the grid draws at most this many blocks (see Readout.grid_blocks)
-GRID_COLUMNS = 64
+GRID_COLUMNS = (16, 32, 64)  # a row of the grid: 16 blocks for a small pool, up to 64
+
+
+def grid_columns(blocks: int) -> int:
+    """Blocks to a row of the grid: as many as keep it at least about 8 rows tall (a pool of
+    100 blocks drawn 64 to a row was two thin rows), at most 64."""
+    return next((c for c in GRID_COLUMNS if blocks <= 8 * c * 2), GRID_COLUMNS[-1])
+
+
 FRAME_CELLS = 400_000  # cells in all frames together: keeps the figure under 1 MB
 POOL_FROM = ("memory", "blocks")
 PROMPTS = (128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096)
@@ -387,7 +395,7 @@ def build(p: Params) -> Readout:
         num_steps=int(run.num_steps),
         **fr.summary(),
         **victims.summary(),
-        grid_columns=GRID_COLUMNS,
+        grid_columns=grid_columns(min(fr.grid_blocks, GRID_MAX_BLOCKS)),
         grid_blocks=min(fr.grid_blocks, GRID_MAX_BLOCKS),
         grid_cut=fr.grid_blocks > GRID_MAX_BLOCKS,
         frames=fr,

@@ -59,11 +59,12 @@ class Question:
 
     @property
     def shown_choices(self) -> tuple[str, ...]:
-        """The choices in the order a learner sees them: shuffled with the question's id as the
-        seed, so the right answer's place in the list gives nothing away (a bank tends to list
-        it first or second) and stays put from one rerun or session to the next."""
+        """The choices in the order a learner sees them: shuffled with the question's id and its
+        choices as the seed, so the right answer's place in the list gives nothing away (a bank
+        tends to list it first or second, and a computed question always lists it first) and
+        stays put from one rerun or session to the next."""
         order = list(self.choices)
-        random.Random(f"choices:{self.id}").shuffle(order)
+        random.Random("\n".join(("choices", self.id, *self.choices))).shuffle(order)
         return tuple(order)
 
 
