@@ -15,8 +15,8 @@ lazily.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -28,7 +28,9 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 @dataclass(frozen=True, eq=False)
 class QuietSteps:
     """m quiet steps from step k0: `running` each decode one token, `waiting` wait throughout;
-    `arrived` came before the first, `finished` finish in the last; block counts per step."""
+    `arrived` came before the first, `finished` finish in the last; block counts per step.
+    Requests that arrive during the run (`joining`, in arrival order; `joined[i]` of them
+    before step i) join the queue as `enqueue` puts them (sim/quiet.py `_arrivals_wait`)."""
 
     k0: int
     running: np.ndarray
@@ -37,6 +39,18 @@ class QuietSteps:
     finished: np.ndarray
     used_after_schedule: np.ndarray
     used: np.ndarray
+    joining: np.ndarray = field(default_factory=lambda: _EMPTY)
+    joined: np.ndarray | None = None
+    enqueue: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+
+    def _queue(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the waiting queue at step i, the requests that arrived just before it)."""
+        if self.joined is None or self.enqueue is None:
+            return self.waiting, self.arrived if i == 0 else _EMPTY
+        n = int(self.joined[i])
+        before = int(self.joined[i - 1]) if i else 0
+        arrived = self.arrived if i == 0 else self.joining[before:n]
+        return self.enqueue(self.waiting, self.joining[:n]) if n else self.waiting, arrived
 
     @property
     def m(self) -> int:
@@ -44,9 +58,10 @@ class QuietSteps:
 
     def at(self, i: int, ones: np.ndarray) -> StepDetail:
         R = self.running
+        waiting, arrived = self._queue(i)
         return StepDetail(
             step=self.k0 + i,
-            arrived=self.arrived if i == 0 else _EMPTY,
+            arrived=arrived,
             scheduled_req=R,
             scheduled_tokens=ones,
             new=_EMPTY,
@@ -55,7 +70,7 @@ class QuietSteps:
             sampled=R,
             finished=self.finished if i == self.m - 1 else _EMPTY,
             running=R,
-            waiting=self.waiting,
+            waiting=waiting,
             kv_blocks_used_after_schedule=int(self.used_after_schedule[i]),
             kv_blocks_used=int(self.used[i]),
         )

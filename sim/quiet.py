@@ -6,6 +6,11 @@ can be admitted (empty queue, max_num_seqs, or a head that does not fit and will
 blocks only get fewer), no request arrives, and the free blocks cover every decode's new block.
 It ends at the first finish (included), the next arrival or the first step that could run short;
 its records come from cumulative sums over its steps, its pool updates go request by request.
+
+Arrivals end a quiet run, unless they can only join the queue (`_arrival_stop`): when no seat
+or token is free for anyone (the waiting loop does not run), or when they queue behind a head
+that stays blocked (FCFS, or a rank fixed at arrival that sorts them after it). Then the run goes
+on and they join the queue before the step they arrive at, as the loop would add them.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from sim.detail import QuietSteps
 from sim.kv import cdiv
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+_LOOK_AHEAD = 256  # arrivals checked for one that would sort before a blocked head
 
 
 class QuietRunMixin:
@@ -53,8 +59,9 @@ class QuietRunMixin:
         if m < 1:
             return 0
         m = min(m, self.max_steps - self.step)
-        if not self.timed and nxt is not None:
-            m = min(m, int(nxt) - (self.step + 1))
+        self._stop = self._arrival_stop(nR, W, nxt)
+        if not self.timed and self._stop is not None:
+            m = min(m, int(self._stop) - (self.step + 1))
         if m < 2:
             return m if m == 1 else 0
         per = np.resize(hist, m)  # blocks newly needed at each step of the run
@@ -65,6 +72,33 @@ class QuietRunMixin:
         if cum[-1] > room:
             m = int(np.argmax(cum > room))
         return m
+
+    def _arrival_stop(self, nR: int, W: np.ndarray, nxt):
+        """The arrival (its key: time, or step) at which a quiet run must stop; None: none.
+        An arrival only joins the waiting queue, and the run goes on, if no admission limit,
+        gateway or closed loop acts on it, the queue's order is fixed at arrival, and either no
+        seat (or no token of the budget) is free, so the waiting loop does not run, or it
+        queues behind the head, which stays blocked through the run (see `_quiet_length`)."""
+        if nxt is None:
+            return None
+        if self.cfg.admission_control or self.closed is not None or self.timeout_s is not None:
+            return nxt
+        if self.policy.dynamic:
+            return nxt
+        if nR >= self.max_seqs or self.budget_max - nR <= 0:
+            return None
+        if not W.shape[0]:
+            return nxt
+        rank = getattr(self.policy, "queue_rank", None)  # sim/policy.py _Ranked
+        if rank is None:
+            return None if self.policy.name == "fcfs" else nxt  # FCFS: behind everyone
+        ptr = self.arrival_ptr
+        later = self.arrival_order[ptr : ptr + _LOOK_AHEAD]
+        ahead = np.flatnonzero(rank[later] < rank[W[0]])  # would sort before the head
+        if ahead.shape[0]:
+            return self.arrival_sorted[ptr + int(ahead[0])]
+        end = ptr + later.shape[0]
+        return self.arrival_sorted[end] if end < self.n else None
 
     def _head_blocked(self, W, nR, free) -> bool:
         """True if the waiting queue's head cannot be admitted with `free` blocks left (with
@@ -102,19 +136,32 @@ class QuietRunMixin:
         kv_read = int(comp0.sum()) + t * nR
         attn = kv_read + nR
         tokens = np.full(m, nR, dtype=np.int64)
+        later = self.arrival_sorted[self.arrival_ptr :]  # not arrived yet
+        stop = self._stop if nR else self._next_arrival()  # see _arrival_stop
         if self.timed:
             ms = np.asarray(self.timer(tokens, tokens, kv_read, attn), dtype=np.float64)
             ends = self.now_s + np.cumsum(ms) / 1e3
             starts = np.concatenate(([self.now_s], ends[:-1]))
-            nxt = self._next_arrival()
-            if nxt is not None:
-                m = int(np.searchsorted(starts, nxt, side="left"))  # steps starting before it
+            if stop is not None:
+                m = int(np.searchsorted(starts, stop, side="left"))  # steps starting before it
                 per, t, kv_read, attn, tokens = per[:m], t[:m], kv_read[:m], attn[:m], tokens[:m]
                 ms, starts, ends = ms[:m], starts[:m], ends[:m]
             self.now_s = float(starts[-1] + ms[-1] / 1e3)  # = Run.finish_s of its last step
+            # arrivals that join before each step: those by its start (the loop adds them so)
+            joined = np.searchsorted(later, starts, side="right")
         else:
             ms = np.full(m, np.nan)
             starts = np.full(m, np.nan)
+            joined = np.searchsorted(later, k0 + t, side="right")
+        W0 = self.waiting
+        joining = _EMPTY
+        waiting_n = np.full(m, W0.shape[0])
+        if joined[-1]:
+            joining = self.arrival_order[self.arrival_ptr : self.arrival_ptr + int(joined[-1])]
+            self.arrival_ptr += int(joined[-1])
+            self.status[joining] = 1  # WAITING
+            self.waiting = self.policy.enqueue(W0, joining)
+            waiting_n = waiting_n + joined
         cum = np.cumsum(per)
         used0 = self.usable - self.free
         # state after m decodes
@@ -159,7 +206,7 @@ class QuietRunMixin:
                 kv_read,
                 attn,
                 np.full(m, nR),
-                np.full(m, self.waiting.shape[0]),
+                waiting_n,
                 kv_used,
                 np.zeros(m, dtype=np.int64),
                 num_fin,
@@ -169,7 +216,20 @@ class QuietRunMixin:
         self.log.add_block(block, starts, ms)
         if self.detail is not None:  # one record for the m steps (sim/detail.py)
             self.detail.add_quiet(
-                QuietSteps(k0, R, self.waiting, self.arrived_now, fin, used0 + cum, kv_used)
+                QuietSteps(k0, R, W0, self.arrived_now, fin, used0 + cum, kv_used)
+                if not joining.shape[0]
+                else QuietSteps(
+                    k0,
+                    R,
+                    W0,
+                    self.arrived_now,
+                    fin,
+                    used0 + cum,
+                    kv_used,
+                    joining=joining,
+                    joined=joined,
+                    enqueue=self.policy.enqueue,
+                )
             )
         self.step = k_last
         if fin.shape[0]:

@@ -283,6 +283,7 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         # vLLM's PrefixCacheStats so far (sim/run.py): queries and hits of requests never
         # preempted, then of preempted ones
         self.lookups = [0, 0, 0, 0]
+        self._stop = None  # the arrival that ends the quiet run being made (sim/quiet.py)
 
         self.step = 0  # number of steps done
         self.now_s = 0.0

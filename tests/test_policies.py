@@ -205,3 +205,41 @@ def test_prefix_aware_quiet_runs_keep_the_queue_order_of_single_steps(seed):
     assert to_schema(batched) == to_schema(single)
     for a, b in zip(batched.detail, single.detail, strict=True):
         np.testing.assert_array_equal(a.waiting, b.waiting)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "priority", "sjf", "fair-share", "prefix-aware"])
+def test_quiet_runs_that_let_arrivals_queue_change_nothing(policy, monkeypatch):
+    """The policies lesson's opening runs (prefix caching on, the queue behind a head waiting
+    for blocks): quiet runs that go on past arrivals that only join the queue (sim/quiet.py
+    `_arrival_stop`) must give the run, the counters and every step's queue that single steps
+    give; and for vLLM's two policies they must actually have done so."""
+    import sim.quiet
+    from lessons.policies import lesson as pol
+    from sim.cost import Deployment
+    from sim.timed import run_timed, timer_for
+
+    joined = []
+    run_quiet = sim.quiet.QuietRunMixin._quiet_run
+
+    def counted(self, m):
+        before = self.arrival_ptr
+        done = run_quiet(self, m)
+        joined.append(self.arrival_ptr - before)
+        return done
+
+    monkeypatch.setattr(sim.quiet.QuietRunMixin, "_quiet_run", counted)
+    p = pol.Params()
+    made = pol.runs_for(p.gpu, p.model, p.tp, p.dtype, p.load_pct, 70, 60, True)
+    base = made.runs[policy]
+    dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
+    fast = run_timed(base.config, base.workload, dep, record_detail=True)
+    timer = timer_for(dep, async_scheduling=base.config.async_scheduling)
+    single = Engine(
+        base.config, base.workload, timer=timer, record_detail=True, batch_quiet_runs=False
+    ).run()
+    assert to_schema(fast) == to_schema(single)
+    np.testing.assert_allclose(fast.step_start_s, single.step_start_s, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(fast.num_waiting, single.num_waiting)
+    assert fast.prefix_cache == single.prefix_cache
+    if policy in ("fcfs", "priority"):
+        assert sum(joined) > 0
