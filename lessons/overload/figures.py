@@ -224,7 +224,8 @@ def signals(r: Readout) -> dict:
             "title": {"text": words["title-signals"]},
             "height": 420,
             "xaxis": axis(words["time-axis"]),
-            "yaxis": axis(words["pct-axis"], range=[0, 100], dtick=20),
+            # the 0 of the y axis off the corner where the x axis' 0 sits
+            "yaxis": axis(words["pct-axis"], range=[0, 100], dtick=20, ticklabelstandoff=6),
             "yaxis2": axis(
                 words["waiting-axis"],
                 overlaying="y",

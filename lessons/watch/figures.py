@@ -115,7 +115,8 @@ def dashboard(r: Readout, held: bool = False) -> dict:
     for i, ((x, y), (dx, dy)) in enumerate(zip(PANELS, DOMAINS, strict=True)):
         xa, ya = ("xaxis", "yaxis") if i == 0 else (f"xaxis{i + 1}", f"yaxis{i + 1}")
         layout[xa] = axis(words["time-axis"], domain=dx, anchor=y, range=[0, t[-1] * 1.02])
-        title, place = words[y_titles[i]], {"domain": dy, "anchor": x}
+        # the 0 of each y axis off the corner where the x axis' 0 sits
+        title, place = words[y_titles[i]], {"domain": dy, "anchor": x, "ticklabelstandoff": 6}
         layout[ya] = (
             count_axis(title, tops[i], **place)  # preemptions: a count
             if i == 3
