@@ -575,3 +575,35 @@ def test_a_small_pool_is_drawn_in_enough_rows_to_read(blocks, columns):
     assert plot_px >= figures.GRID_MIN_PX
     assert layout["yaxis"].get("dtick", 1) == 1 or rows >= 8
     assert layout["yaxis"]["range"] == [rows - 0.5, -0.5]
+
+
+def _decisions(p):
+    _, run = mem.traced_run(p)
+    return (run.num_scheduled_tokens, run.token_req, run.token_step, run.num_preemptions)
+
+
+def _same(p, q) -> bool:
+    """The two runs take the same decisions: tokens per step, who sampled when, preemptions."""
+    return all(np.array_equal(a, b) for a, b in zip(_decisions(p), _decisions(q), strict=True))
+
+
+def test_a_faster_stream_is_said_to_change_nothing_only_where_it_does():
+    """From 4 to 32 arrivals per second the grid played the same run, and nothing said why: the
+    note says so exactly where every faster rate on the slider gives the same decisions."""
+    rates = mem.RATES
+    shown = []
+    for i, rate in enumerate(rates[:-1]):
+        p = Params(rate=rate)
+        r = build(p)
+        same = all(_same(p, Params(rate=q)) for q in rates[i + 1 :])
+        if r.rate_changes_nothing:
+            assert same, rate
+            assert f"faster stream than {rate:g} per second" in _says(r, "rate-same")
+            shown.append(rate)
+        else:
+            assert _says(r, "rate-same") == ""
+    assert shown and min(shown) > rates[0]  # it shows, and not at every rate
+    slow = rates[rates.index(min(shown)) - 1]
+    assert not _same(Params(rate=slow), Params(rate=min(shown)))
+    # PRIORITY lets interactive requests ahead of the batch job: never said there
+    assert not build(Params(rate=min(shown), policy="priority")).rate_changes_nothing

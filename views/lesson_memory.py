@@ -39,7 +39,7 @@ def lab() -> None:
         page.warn(r, name, icon=f":material/{icon}:")
     page.warn(r, "refused-note", icon=":material/block:")
     held = predicting(page, p)  # the counts, the victims and the async steps give it away
-    page.say(r, "scenario", *(["metrics-wait"] if held else []))
+    page.say(r, "scenario", "rate-same", *(["metrics-wait"] if held else []))
     if not held:  # (a bare `x if held else y` line would be written on the page by st magic)
         page.metrics(r)
     page.say(r, "grid", "grid-cut", "sampled")

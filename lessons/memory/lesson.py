@@ -319,6 +319,22 @@ def setup(p: Params) -> Setup:
     return Setup(budget, asked, seqs, wl, catalog, fits, wanted, floor, cfg, dep)
 
 
+def arrivals_queue_behind(run: Run) -> bool:
+    """True if every interactive request arrived behind another request still waiting, under
+    FCFS (with no long-prefill threshold, whose rule counts the queue). Then the scheduler's
+    decisions do not depend on when they arrived: a faster stream brings each one earlier, but
+    still behind the same requests, which are admitted in the same steps, so it is admitted in
+    the same step too. Only the waiting counts and the TTFT, measured from arrival, change."""
+    cfg = run.config
+    if cfg.policy != "fcfs" or cfg.long_prefill_token_threshold:
+        return False
+    detail, late = run.detail, run.workload.priority == 0
+    for k in range(len(detail)):
+        if late[detail[k].arrived].any() and (k == 0 or not detail[k - 1].waiting.shape[0]):
+            return False  # arrived to an empty queue (the queue after the step before)
+    return True
+
+
 @lru_cache(maxsize=16)
 def traced_run(p: Params) -> tuple[Setup, Run]:
     """The selection's run with its block tables (shared by build and comparison)."""
@@ -388,6 +404,8 @@ def build(p: Params) -> Readout:
         refused=left_out,
         any_refused=left_out > 0,
         policy=p.policy.upper(),
+        rate=p.rate,
+        rate_changes_nothing=arrivals_queue_behind(run),
         prefix_caching=p.prefix_caching,
         async_scheduling=p.async_scheduling,
         watermark=p.watermark,

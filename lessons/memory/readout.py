@@ -45,6 +45,9 @@ class Readout(UsedLimits, Selection):
     refused: int
     any_refused: bool
     policy: str
+    rate: float  # interactive arrivals per second
+    rate_changes_nothing: bool  # every interactive request queued behind another (FCFS): a
+    # faster stream leaves the decisions as they are (lesson.arrivals_queue_behind)
     prefix_caching: bool
     async_scheduling: bool
     watermark: float
