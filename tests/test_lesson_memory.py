@@ -599,6 +599,7 @@ def test_a_faster_stream_is_said_to_change_nothing_only_where_it_does():
         if r.rate_changes_nothing:
             assert same, rate
             assert f"faster stream than {rate:g} per second" in _says(r, "rate-same")
+            assert not _same(p, Params(rate=rate, policy="priority"))  # "and so does PRIORITY"
             shown.append(rate)
         else:
             assert _says(r, "rate-same") == ""
