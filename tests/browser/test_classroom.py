@@ -12,6 +12,7 @@ from lessons.course import lesson
 from lessons.quiz.rooms import Rooms
 from lessons.quiz.store import open_store
 from tests.browser.classroom_driver import open_class, run_round
+from tests.browser.helpers import READY
 
 pytestmark = pytest.mark.browser
 
@@ -64,6 +65,9 @@ def test_after_a_revealed_prediction_the_lesson_opens_answered_and_plays(
     assert asked.computed
     assert run_round(c, pick=asked.shown_choices.index(asked.correct_choice)) == 1
     c.teacher.set_viewport_size({"width": 1280, "height": 720})  # a projector
+    # a click while the room's page reruns (its live chart) can land on a button being
+    # replaced: click once the page is idle (a loaded CI run once stayed on the room page)
+    c.teacher.wait_for_function(READY, timeout=60_000)
     c.teacher.get_by_role("button", name=f"Run it in “{lesson('watch').title}”").click()
     teacher = c.teacher
     expect(teacher.get_by_text("Your class: 1 of 1")).to_be_visible(timeout=120_000)
