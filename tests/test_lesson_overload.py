@@ -306,3 +306,13 @@ def test_a_limit_within_the_target_is_not_said_to_go_unreached():
         said = " ".join(story.text(TEXT, "peak-overshoots", r).split())
         assert "rarely reaches" not in said and "within twice" in said
         assert r.sel_peak_lim_ttft_p99_s <= 2 * r.ttft_target_s
+
+
+def test_at_capacity_there_is_no_surplus_to_pay_for():
+    """At 100% the page said the queue 'grows for as long as requests keep coming' and that a
+    policy 'decides who pays for the surplus', beside a queue that went up and down."""
+    r = build(dataclasses.replace(Params(), load_pct=100))
+    said = " ".join(story.text(TEXT, name, r) for name in ("queue", "sjf-pays"))
+    assert not r.overloaded and "surplus" not in said and "drains" in said
+    above = build(dataclasses.replace(Params(), load_pct=120))
+    assert above.overloaded and "surplus" in story.text(TEXT, "sjf-pays", above)

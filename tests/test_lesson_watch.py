@@ -344,3 +344,43 @@ def test_the_benchmark_with_a_tail_does_not_call_its_prompts_uniform():
     said = _said(r, "preset-benchmark")
     assert "exactly" not in said and "long tail" in said
     assert "exactly" in _said(build(Params(preset="benchmark")), "preset-benchmark")
+
+
+def test_the_second_replica_takes_every_other_request():
+    """'A second replica takes half the stream' ran all 700 requests at half the rate."""
+    problem, fix = build(Params()), build(Params(fixed=True))
+    assert fix.requests == problem.requests // 2
+    assert fix.rate_per_s == pytest.approx(problem.rate_per_s / 2, rel=0.01)
+    assert "every other request" in _said(fix, "preset-overload")
+    assert "Nothing in the cache or the budget" in _said(fix, "fix-note")  # H100: only the queue
+
+
+def test_a_slow_gpu_overload_names_its_other_signs_and_a_fix_that_falls_short():
+    """On the L4 the text said only the queue was wrong beside 5 preemptions and an ITL p99
+    above the target, and called a fix that still missed the TTFT target the cure."""
+    r = build(Params(gpu="L4", fixed=True))
+    said = _said(r, "fix-note")
+    assert r.overload_other_signs and "Nothing in the cache" not in said
+    assert f"{r.problem.preemptions:,} preemption" in said
+    short = r.fix.ttft_p99_s > wch.TTFT_TARGET_S or r.fix.itl_p99_ms > r.itl_target_ms
+    assert r.overload_fix_short == short and ("still more than" in said) == short
+
+
+def test_a_budget_within_the_target_keeps_its_run_with_the_fix_on():
+    """At 400 ms the large budget meets the target, the text said 'nothing to fix', and the
+    dashboard showed a run with another budget (15,616 tokens)."""
+    r = build(Params(preset="budget", fixed=True, itl_target_ms=400))
+    assert not r.budget_differs and r.budget == wch.BIG_BUDGET
+    assert r.now is r.problem and "nothing to fix" in _said(r, "fix-budget")
+
+
+def test_the_cache_fix_describes_the_cache_it_runs():
+    r = build(Params(preset="cache", fixed=True))
+    said = _said(r, "preset-cache")
+    assert f"{r.fix_blocks:,} blocks instead of {r.num_gpu_blocks:,}" in said
+
+
+def test_the_healthy_dashboard_asks_no_diagnosis_question():
+    said = _said(build(Params(preset="healthy")), "ask")
+    assert "Check yourself" not in said and "nothing to cure" in said
+    assert "Check yourself" in _said(build(Params()), "ask")

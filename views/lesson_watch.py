@@ -26,7 +26,8 @@ def lab() -> None:
     page.warn(r, "unreachable", icon=":material/timer:")
     # the cause (or "nothing to fix") answers the dashboard's diagnosis question: only once the
     # learner has switched the fix on
-    told = [f"fix-{r.preset_key}", "budget-ttft", "benchmark-overloaded"] if r.fixed else []
+    told = [f"fix-{r.preset_key}", "fix-note", "budget-ttft", "benchmark-overloaded"]
+    told = told if r.fixed else []
     page.say(r, f"preset-{r.preset_key}", "ask", *told)
     held = predicting(page, p)  # the readings and the last frame answer the prediction
     if held:

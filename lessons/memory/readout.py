@@ -74,7 +74,7 @@ class Readout(UsedLimits, Selection):
     recomputed_tokens: int
     recomputed_share_pct: float
     lost_steps_max: int
-    lost_ms_max: float
+    lost_s_max: float
     victims_delayed_first_token: int
     # the grid
     grid_columns: int

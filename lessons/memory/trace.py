@@ -64,7 +64,7 @@ class Victims:
             "recomputed_tokens": recomputed,
             "recomputed_share_pct": 100.0 * recomputed / max(self.total_scheduled, 1),
             "lost_steps_max": int(self.lost_steps.max()) if n else 0,
-            "lost_ms_max": float(self.lost_ms.max()) if n else 0.0,
+            "lost_s_max": float(self.lost_ms.max()) / 1e3 if n else 0.0,
             "victims_delayed_first_token": int(self.before_first_token.sum()),
         }
 

@@ -252,7 +252,7 @@ def build(p: Params) -> Readout:
         capacity_req_per_s=made.capacity_req_per_s,
         load_pct=p.load_pct,
         rate_per_s=made.capacity_req_per_s * p.load_pct / 100,
-        overloaded=p.load_pct >= 100,
+        overloaded=p.load_pct > 100,  # at 100% there is no surplus: the queue comes and goes
         ttft_target_s=float(p.ttft_target_s),
         loads=np.array(LOADS),
         ttft_p50_s=free["ttft_ms_p50"] / 1e3,

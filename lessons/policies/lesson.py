@@ -48,6 +48,7 @@ PREFIX_TOKENS = 2_048  # each system prompt
 PREFIXES = 12
 TENANTS = 3
 FALLBACK_BLOCKS = 1_970  # the pool when the weights do not fit (an L4's, for Llama-3.1-8B)
+QUEUE_BUILDS = 10  # waiting requests at the peak for "the queue builds" to be said
 QUEUE_SHOWN = 16  # requests drawn at the head of the waiting queue
 QUEUE_FRAMES = 120
 LOADS = (50, 70, 90, 100, 110, 120, 150, 200)
@@ -247,6 +248,9 @@ def build(p: Params) -> Readout:
     never_queues = bool(each("peak_waiting").max() == 0)
     no_choice = bool(each("peak_waiting").max() <= 1)  # never two waiting to put in order
     prefix_gain = bool(pre["hit"] > fcfs["hit"] + 1 and pre["hit"] >= each("hit").max())
+    same = bool(np.ptp(each("hit")) < 0.5)  # every policy finds the same share in the cache
+    builds = bool(each("peak_waiting").max() >= QUEUE_BUILDS)  # a queue worth the name
+    a_heaviest = bool(np.bincount(wl.tenant, minlength=TENANTS).argmax() == 0)
     return Readout(
         **scheduled(p, cfg, made.weights_fit, dtype=p.dtype),
         prefix_caching=p.prefix_caching,
@@ -259,7 +263,8 @@ def build(p: Params) -> Readout:
         prefixes=PREFIXES,
         prefix_tokens=PREFIX_TOKENS,
         load_pct=p.load_pct,
-        overloaded=p.load_pct > 100 and not no_choice,
+        overloaded=p.load_pct > 100 and builds,
+        overload_short=p.load_pct > 100 and not no_choice and not builds,
         below_capacity=p.load_pct <= 100 and not no_choice,
         never_queues=never_queues,
         one_waits=no_choice and not never_queues,
@@ -322,14 +327,16 @@ def build(p: Params) -> Readout:
             <= max(0.05, 0.25 * min(fcfs["heavy_p50"], fcfs["light_p50"]))
         ),
         fair_holds=bool(  # "tenant A sends more than its share": it is the heaviest tenant
-            fair["heavy_p50"] > 1.5 * fair["light_p50"]
-            and np.bincount(wl.tenant, minlength=TENANTS).argmax() == 0
+            fair["heavy_p50"] > 1.5 * fair["light_p50"] and a_heaviest
         ),
+        fair_little=bool(a_heaviest and fair["heavy_p50"] <= 1.5 * fair["light_p50"]),
+        fair_not_heaviest=not a_heaviest,
         prefix_hit_pct=pre["hit"],
         fcfs_hit_pct=fcfs["hit"],
         prefix_gain=prefix_gain,
         prefix_off=not p.prefix_caching,
-        prefix_little=bool(p.prefix_caching and not prefix_gain and not no_choice),
+        prefix_little=bool(p.prefix_caching and not prefix_gain and not no_choice and not same),
+        prefix_same=bool(p.prefix_caching and not prefix_gain and not no_choice and same),
         prefix_no_choice=bool(p.prefix_caching and not prefix_gain and no_choice),
         best_hit_pct=float(each("hit").max()),
         best_hit_policy=policy_name(POLICIES[int(np.argmax(each("hit")))]),

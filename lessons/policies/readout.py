@@ -40,7 +40,8 @@ class Readout(Scheduled):
     prefixes: int
     prefix_tokens: int
     load_pct: int
-    overloaded: bool  # above 100% of capacity and a queue forms
+    overloaded: bool  # above 100% of capacity and a queue of QUEUE_BUILDS or more forms
+    overload_short: bool  # above capacity, but the queue never reaches QUEUE_BUILDS
     below_capacity: bool  # at or below 100% and a queue forms
     never_queues: bool  # no request waits under any policy: the engine holds them all at once
     one_waits: bool  # at most one waits at a time under every policy: no order to choose
@@ -97,11 +98,14 @@ class Readout(Scheduled):
     fcfs_heavy_p50_s: float
     fcfs_light_p50_s: float
     fcfs_tenants_alike: bool  # under FCFS A's median is within a quarter (or 0.05 s) of the rest's
+    fair_little: bool  # tenant A is the heaviest, and FAIR-SHARE barely holds it back
+    fair_not_heaviest: bool  # tenant A is not the heaviest tenant in this draw
     fair_holds: bool
     prefix_hit_pct: float
     fcfs_hit_pct: float
     prefix_gain: bool
     prefix_off: bool  # prefix caching is off, so nothing hits under any order
+    prefix_same: bool  # every policy finds the same share of prompt tokens in the cache
     prefix_little: bool  # on, but PREFIX-AWARE does not lead: few waiting to choose from
     prefix_no_choice: bool  # on, and never two waiting: there is nothing to reorder
     best_hit_pct: float

@@ -158,10 +158,17 @@ def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
     fits = kv_pool(key[0], key[1], tp=key[2], dtype=key[3]).fits
     budget = budget_for(dep, target_ms)
     base = _config(dep, fits, budget)
-    if preset in ("overload", "healthy"):
+    if preset == "overload":
         spec, cap = _sized(base, dep, prefix_tokens=CHAT_SYSTEM_PROMPT)
-        load = {"overload": 0.75 if fixed else 1.5, "healthy": 0.6}[preset]
-        return Setup(base, _at(spec, cap * load), cap * load, cap)
+        stream = _at(spec, cap * 1.5)
+        if not fixed:
+            return Setup(base, stream, cap * 1.5, cap)
+        # a second replica: this one gets every other request, at half the stream's rate
+        mine = np.arange(0, stream.num_requests, 2)
+        return Setup(base, stream.take(mine), cap * 1.5 * mine.shape[0] / stream.num_requests, cap)
+    if preset == "healthy":
+        spec, cap = _sized(base, dep, prefix_tokens=CHAT_SYSTEM_PROMPT)
+        return Setup(base, _at(spec, cap * 0.6), cap * 0.6, cap)
     if preset == "cache":
         lengths = {"output": f"lognormal:{LONG_ANSWER}:0.4"}
         seq_blocks = int(np.ceil((PROMPT_MEDIAN + LONG_ANSWER) / base.block_size))
@@ -301,8 +308,6 @@ def build(p: Params) -> Readout:
     problem_setup, fix_setup = (setup(key, p.itl_target_ms, p.preset, f) for f in (False, True))
     runs = [run_for(key, p.itl_target_ms, p.preset, f) for f in (False, True)]
     bad, good = (signs(r, p.itl_target_ms) for r in runs)
-    shown = fix_setup if p.fixed else problem_setup
-    now = good if p.fixed else bad
     dep = Deployment(*key[:2], tp=key[2], dtype=key[3])
     fix_budget = budget_for(dep, p.itl_target_ms)
     decode_ms = step_ms(dep, [MAX_NUM_SEQS], [MAX_NUM_SEQS], [MAX_NUM_SEQS * CONTEXT], None)[0]
@@ -313,6 +318,13 @@ def build(p: Params) -> Readout:
         broken = bad.itl_p99_ms > p.itl_target_ms
     differs = fix_budget < BIG_BUDGET and (broken or p.preset != "budget")
     small = good.ttft_p99_s <= 1.25 * bad.ttft_p99_s  # the fix's TTFT price
+    # Dashboard 3 whose large budget meets the target has nothing to fix: the run stays
+    fix_on = p.fixed and (differs or p.preset != "budget")
+    shown = fix_setup if fix_on else problem_setup
+    now = good if fix_on else bad
+    overload = p.preset == "overload"
+    other = bad.preemptions > 0 or bad.itl_p99_ms > p.itl_target_ms
+    short = good.ttft_p99_s > TTFT_TARGET_S or good.itl_p99_ms > p.itl_target_ms
     return Readout(
         **selection(p, dtype=p.dtype),
         preset=preset_name(p.preset),
@@ -335,12 +347,18 @@ def build(p: Params) -> Readout:
         p_load_pct=problem_setup.rate_per_s / problem_setup.capacity_req_per_s * 100,
         weights_fit=kv_pool(p.gpu, p.model, tp=p.tp, dtype=p.dtype).fits,
         target_reachable=bool(decode_ms <= p.itl_target_ms),
-        dash=dash(runs[int(p.fixed)]),
+        dash=dash(runs[int(fix_on)]),
         now_in_bands=now.in_bands,
         budget_differs=bool(differs),
         budget_fixes=bool(differs and meets),
         budget_short=bool(p.preset == "budget" and differs and not meets),
         healthy_ok=good.in_bands,
+        ask_problem=not p.fixed and p.preset != "healthy",
+        ask_healthy=not p.fixed and p.preset == "healthy",
+        overload_only=overload and not other,
+        overload_other_signs=overload and other,
+        overload_fix_short=overload and short,
+        routing_full=p.preset == "routing" and 0 <= good.preemptions < bad.preemptions,
         long_ttft_before_s=long_ttft_p50_s(runs[0]),
         long_ttft_after_s=long_ttft_p50_s(runs[1]),
         budget_ttft_small=bool(differs and meets and small),

@@ -79,6 +79,12 @@ class Readout(Selection):
     budget_short: bool  # ... and it does not (then the target is out of reach); both False
     # on the other dashboards, which do not run Dashboard 3
     healthy_ok: bool  # the healthy dashboard's fix run (the same run) is in every band
+    ask_problem: bool  # the diagnosis question is asked (a dashboard with a problem, fix off)
+    ask_healthy: bool  # ... of the healthy dashboard, which has no cure
+    overload_only: bool  # Dashboard 1 before its fix: the queue is the only reading out of band
+    overload_other_signs: bool  # ... preemptions or the ITL p99 too (a slow GPU)
+    overload_fix_short: bool  # ... and with the fix the TTFT or ITL p99 still misses its target
+    routing_full: bool  # Dashboard 4 before its fix also preempts (a cache that runs full)
     long_ttft_before_s: float  # Dashboard 3's long documents: median TTFT before the fix
     long_ttft_after_s: float  # ... and with it
     budget_ttft_small: bool  # Dashboard 3's fix meets the target and raises the TTFT p99 by
