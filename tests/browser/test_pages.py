@@ -11,7 +11,14 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from lessons.course import lessons
-from tests.browser.helpers import CHART, chart_state, full_screenshot, open_page, settled_state
+from tests.browser.helpers import (
+    CHART,
+    READY,
+    chart_state,
+    full_screenshot,
+    open_page,
+    settled_state,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -223,7 +230,11 @@ def test_the_note_that_the_runs_differ_follows_the_slider_after_the_predictions(
     slider.focus()
     slider.press("ArrowRight")
     expect(back.first).to_be_visible(timeout=45_000)
+    # the crossing reruns the whole page: while it does, the old slider may still be drawn
+    # beside the new one, so wait until the page is idle and one slider is left
+    page.wait_for_function(READY, timeout=45_000)
     slider = page.get_by_role("slider", name="Offered load (% of capacity)")
+    expect(slider).to_have_count(1, timeout=45_000)
     slider.focus()
     slider.press("ArrowLeft")
     expect(back).to_have_count(0, timeout=45_000)
