@@ -358,7 +358,7 @@ def build(p: Params) -> Readout:
         overload_only=overload and not other,
         overload_other_signs=overload and other,
         overload_fix_short=overload and short,
-        routing_full=p.preset == "routing" and 0 <= good.preemptions < bad.preemptions,
+        routing_full=p.preset == "routing" and good.preemptions < bad.preemptions,
         long_ttft_before_s=long_ttft_p50_s(runs[0]),
         long_ttft_after_s=long_ttft_p50_s(runs[1]),
         budget_ttft_small=bool(differs and meets and small),
