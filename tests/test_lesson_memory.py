@@ -456,8 +456,14 @@ def test_a_run_without_preemptions_says_so_instead_of_counting_zeros():
     assert "0 tokens" not in caching
     busy = comparison(Params())  # the opening run preempts: the counting sentences come back
     assert busy.cache_saves_some + busy.cache_same_some + busy.cache_none_twice == 1
-    assert not busy.victims_none and (busy.modes_same_some or busy.modes_differ)
+    modes = (busy.modes_same_some, busy.modes_differ, busy.modes_differ_count)
+    assert not busy.victims_none and sum(modes) == 1
     assert "Neither policy" not in story.text(text, "victim-result", busy)
+    # the opening run: both modes first preempt in step 43, 6 times against 7. The page said
+    # "the first time in step 43, and 7 times ... the first time in step 43"
+    said = " ".join(story.text(text, "async", busy).split())
+    assert busy.sync_first_preempt == busy.async_first_preempt
+    assert busy.modes_differ_count and said.count(f"step {busy.sync_first_preempt}") == 1
 
 
 def _says(r, name: str) -> str:

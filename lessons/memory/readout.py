@@ -140,7 +140,8 @@ class Comparison:
     async_preemptions: int
     sync_first_preempt: int
     async_first_preempt: int
-    modes_differ: bool
+    modes_differ: bool  # the two modes preempt differently, from different first steps
+    modes_differ_count: bool  # ... from the same first step, a different number of times
     modes_same_some: bool  # the two modes preempt alike, at least once
     modes_none: bool  # neither mode preempts
     class_rows: tuple
