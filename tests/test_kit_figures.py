@@ -105,3 +105,11 @@ def test_a_cached_free_block_is_a_grey_no_request_colour_is_near():
     for c in palette():  # every request colour is a clear hue, never a grey
         if c.lower() != "#000000":
             assert np.ptp(rgb(c)) >= 60, c
+
+
+def test_a_count_axis_tops_out_above_its_largest_count_and_at_one_when_all_are_zero():
+    from lessons.kit.figures import count_axis, count_top
+
+    assert count_top([]) == count_top([0, 0]) == pytest.approx(1.08)
+    assert count_top(np.array([2, 5, 3])) == pytest.approx(5.4)
+    assert count_axis("preemptions (count)", count_top([1]))["dtick"] == 1  # whole numbers

@@ -79,6 +79,11 @@ def axis(title: str, **extra) -> dict:
     return {"title": {"text": title}, **extra}
 
 
+def count_top(counts) -> float:
+    """The top of a count axis: a little above the largest count (1 when all are 0)."""
+    return max(float(np.max(counts, initial=0)), 1.0) * 1.08
+
+
 def count_axis(title: str, top: float, **extra) -> dict:
     """An axis of counts from 0 to `top`: whole-number ticks while it is short (Plotly would
     put 0.5 and 1.5 on a near-empty one)."""

@@ -20,7 +20,15 @@ import numpy as np
 from lessons.course import lesson
 from lessons.kit import anim, story
 from lessons.kit.anim import animate, reopen
-from lessons.kit.figures import axis, bars, block_grid, category_axis, count_axis, grid_z
+from lessons.kit.figures import (
+    axis,
+    bars,
+    block_grid,
+    category_axis,
+    count_axis,
+    count_top,
+    grid_z,
+)
 from lessons.kit.words import join
 from lessons.memory.lesson import at_step, frame_of
 from lessons.memory.readout import Comparison, Readout
@@ -179,21 +187,17 @@ def paging(r: Readout) -> dict:
             "title": {"text": words["title-paging"]},
             "height": 340,
             "xaxis": category_axis(words["method"]),
-            "yaxis": count_axis(words["seqs-axis"], _top([r.paged_seqs, r.static_seqs])),
+            "yaxis": count_axis(words["seqs-axis"], count_top([r.paged_seqs, r.static_seqs])),
             "showlegend": False,
         },
     }
-
-
-def _top(counts: list[int]) -> float:
-    """The top of a count axis: a little above the largest count (1 when all are 0)."""
-    return max([*counts, 1]) * 1.08
 
 
 def classes(r: Comparison) -> dict:
     """Per class, under each policy: preemptions (left) and TTFT p99 (right)."""
     words = labels()
     rows = r.class_rows
+    preempted_top = count_top([row.preemptions for row in rows])
     traces = []
     for policy, role in (("FCFS", "decode"), ("PRIORITY", "prefill")):
         mine = [row for row in rows if row.policy == policy]
@@ -217,7 +221,7 @@ def classes(r: Comparison) -> dict:
             "height": 400,
             "barmode": "group",
             "xaxis": category_axis(words["class"], domain=[0, 0.44]),
-            "yaxis": count_axis(words["preemptions-axis"], _top([x.preemptions for x in rows])),
+            "yaxis": count_axis(words["preemptions-axis"], preempted_top),
             "xaxis2": category_axis(words["class"], domain=[0.56, 1], anchor="y2"),
             "yaxis2": axis(words["ttft-axis"], anchor="x2", rangemode="tozero"),
         },
@@ -238,7 +242,7 @@ def fixes(r: Comparison) -> dict:
         "layout": {
             "title": {"text": words["title-fixes"]},
             "height": 150 + 44 * len(names),
-            "xaxis": count_axis(words["preemptions-axis"], _top(pre), domain=[0, 0.46]),
+            "xaxis": count_axis(words["preemptions-axis"], count_top(pre), domain=[0, 0.46]),
             "xaxis2": axis(words["ttft-axis"], domain=[0.54, 1], anchor="y", rangemode="tozero"),
             "yaxis": axis(words["fix-axis"], automargin=True),
         },

@@ -49,14 +49,7 @@ SEED = 7
 SPREAD = 0.5  # lengths are drawn uniformly within +-50% of the chosen ones
 GRID_MAX_BLOCKS = 4096  # the grid draws at most this many blocks (see Readout.grid_blocks)
 GRID_COLUMNS = (16, 32, 64)  # a row of the grid: 16 blocks for a small pool, up to 64
-
-
-def grid_columns(blocks: int) -> int:
-    """Blocks to a row of the grid: as many as keep it at least about 8 rows tall (a pool of
-    100 blocks drawn 64 to a row was two thin rows), at most 64."""
-    return next((c for c in GRID_COLUMNS if blocks <= 8 * c * 2), GRID_COLUMNS[-1])
-
-
+GRID_ROWS = 16  # the most rows a row length is used for before the next longer one
 FRAME_CELLS = 400_000  # cells in all frames together: keeps the figure under 1 MB
 POOL_FROM = ("memory", "blocks")
 PROMPTS = (128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096)
@@ -317,6 +310,12 @@ def setup(p: Params) -> Setup:
     cfg = config(p, budget, seqs, max(wanted, floor))
     dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
     return Setup(budget, asked, seqs, wl, catalog, fits, wanted, floor, cfg, dep)
+
+
+def grid_columns(blocks: int) -> int:
+    """Blocks to a row of the grid: the shortest row of GRID_COLUMNS that draws the pool in at
+    most GRID_ROWS rows, else 64 (a pool of 100 blocks drawn 64 to a row was two thin rows)."""
+    return next((c for c in GRID_COLUMNS if blocks <= GRID_ROWS * c), GRID_COLUMNS[-1])
 
 
 def arrivals_queue_behind(run: Run) -> bool:

@@ -185,9 +185,9 @@ def compare(
     asyn, sync = (run, mode) if cfg.async_scheduling else (mode, run)
     fixes_ = fixes(p, cfg, dep, wl, run, catalog_fn, smallest)
     none = not any(row.preemptions for row in rows)
-    differ = _first(sync) != _first(asyn) or int(sync.total_preemptions) != int(
-        asyn.total_preemptions
-    )
+    first_sync, first_async = _first(sync), _first(asyn)
+    moved = first_sync != first_async  # the first preemption comes in another step
+    differ = moved or int(sync.total_preemptions) != int(asyn.total_preemptions)
     return Comparison(
         fcfs_interactive_preempted=fcfs_i.preemptions,
         fcfs_batch_preempted=fcfs_b.preemptions,
@@ -208,10 +208,10 @@ def compare(
         cache_none_twice=recompute_on == recompute_off == 0,
         sync_preemptions=int(sync.total_preemptions),
         async_preemptions=int(asyn.total_preemptions),
-        sync_first_preempt=_first(sync),
-        async_first_preempt=_first(asyn),
-        modes_differ=differ and _first(sync) != _first(asyn),
-        modes_differ_count=differ and _first(sync) == _first(asyn),
+        sync_first_preempt=first_sync,
+        async_first_preempt=first_async,
+        modes_differ=moved,
+        modes_differ_count=differ and not moved,
         modes_same_some=not differ and int(sync.total_preemptions) > 0,
         modes_none=not differ and int(sync.total_preemptions) == 0,
         class_rows=tuple(rows),

@@ -13,7 +13,7 @@ from functools import cache
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.anim import animate
-from lessons.kit.figures import axis, count_axis, line
+from lessons.kit.figures import axis, count_axis, count_top, line
 from lessons.theme import color
 from lessons.watch.readout import Readout
 
@@ -108,7 +108,7 @@ def dashboard(r: Readout, held: bool = False) -> dict:
         * 1.1,
         105.0,
         max(float(d.step_ms.max()), r.itl_target_ms) * 1.1,
-        max(float(d.preemptions.max()), 1.0) * 1.1,
+        count_top(d.preemptions),
     )
     layout: dict = {"title": {"text": ""}, "height": 620, "hovermode": "x unified"}
     y_titles = ("requests-axis", "kv-axis", "step-axis", "preemptions-axis")

@@ -151,6 +151,13 @@ def _at(spec: WorkloadSpec, rate: float) -> Workload:
     return poisson_at(spec, rate, max_model_len=MAX_MODEL_LEN)
 
 
+def _replica(config, stream: Workload, rate: float, mine: np.ndarray, cap: float) -> Setup:
+    """One of two replicas behind a load balancer: the requests of `stream` (arriving at
+    `rate`) that `mine` sends to it, at its share of the rate."""
+    share = np.count_nonzero(mine) / stream.num_requests
+    return Setup(config, stream.take(np.flatnonzero(mine)), rate * share, cap)
+
+
 @lru_cache(maxsize=64)
 def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
     """The config, requests and rate of one dashboard, with or without its fix."""
@@ -163,9 +170,8 @@ def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
         stream = _at(spec, cap * 1.5)
         if not fixed:
             return Setup(base, stream, cap * 1.5, cap)
-        # a second replica: this one gets every other request, at half the stream's rate
-        mine = np.arange(0, stream.num_requests, 2)
-        return Setup(base, stream.take(mine), cap * 1.5 * mine.shape[0] / stream.num_requests, cap)
+        # a second replica: this one gets every other request
+        return _replica(base, stream, cap * 1.5, np.arange(stream.num_requests) % 2 == 0, cap)
     if preset == "healthy":
         spec, cap = _sized(base, dep, prefix_tokens=CHAT_SYSTEM_PROMPT)
         return Setup(base, _at(spec, cap * 0.6), cap * 0.6, cap)
@@ -201,9 +207,7 @@ def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
             if fixed
             else np.arange(stream.num_requests) % 2 == 0
         )
-        # this replica's share of the stream's rate (half of it under round robin)
-        rate = 2 * cap * 0.8 * np.count_nonzero(mine) / stream.num_requests
-        return Setup(small, stream.take(np.flatnonzero(mine)), rate, cap)
+        return _replica(small, stream, 2 * cap * 0.8, mine, cap)
     if preset == "benchmark":
         spec, cap = _sized(base, dep, prompt=f"fixed:{PROMPT_MEDIAN}")
         rate = cap * 0.7
