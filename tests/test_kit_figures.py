@@ -113,3 +113,25 @@ def test_a_count_axis_tops_out_above_its_largest_count_and_at_one_when_all_are_z
     assert count_top([]) == count_top([0, 0]) == pytest.approx(1.08)
     assert count_top(np.array([2, 5, 3])) == pytest.approx(5.4)
     assert count_axis("preemptions (count)", count_top([1]))["dtick"] == 1  # whole numbers
+
+
+@pytest.mark.parametrize(
+    ("end_s", "from_zero"),
+    [(33.4, False), (120.0, True), (7.3, False), (1000.0, True), (0.9, False), (60.0, False)],
+)
+def test_a_time_slider_counts_up_in_round_even_steps(end_s, from_zero):
+    """The dashboards' time slider read 1 s, 3 s, 5 s, 7 s, 9 s, 12 s: a linspace over the
+    run's length, rounded. The grid's spacing is now a short round number (NICE_STEPS times a
+    power of ten), every label is distinct and says its time exactly, the grid covers the run,
+    and it keeps most of the points it may have."""
+    grid = anim.time_grid(end_s, 60, from_zero=from_zero)
+    assert 60 * 0.6 < grid.shape[0] <= 60
+    gaps = np.diff(grid)
+    assert np.allclose(gaps, gaps[0])
+    mantissa = gaps[0] / 10 ** np.floor(np.log10(gaps[0]))
+    assert any(np.isclose(mantissa, f) for f in anim.NICE_STEPS)
+    assert grid[0] == (0 if from_zero else gaps[0])
+    assert end_s <= grid[-1] < end_s + gaps[0]
+    labels = [anim.time_label(t) for t in grid]
+    assert len(set(labels)) == len(labels)
+    assert [float(s.removesuffix(" s")) for s in labels] == pytest.approx(grid.tolist())

@@ -27,7 +27,7 @@ from sim.models import kv_pool
 from sim.scheduler import run_steps
 from sim.timed import run_timed
 from sim.workload import Workload
-from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, past_predictions, run_page
 
 PAGE = "views/lesson_memory.py"
 TEXT = lesson("memory").text_path
@@ -193,6 +193,26 @@ def test_the_fixes_table_counts_blocks_as_the_lesson_does(default):
     assert rows[0][column] == default.usable == default.num_gpu_blocks - 1
     usable = dict(story.metrics(TEXT, "metrics", default))["Usable KV blocks"]
     assert usable == f"{rows[0][column]:,}"
+
+
+def test_the_wide_fixes_table_shows_every_column_and_the_narrow_ones_stay_grids():
+    """At 1280 px the data grid scrolled the fixes table's last columns (ITL, throughput) out
+    of view: a table wider than GRID_COLUMNS is drawn plain, its headers wrapping; the block
+    tables and the victims stay scrolling grids (they can be long)."""
+    from lessons.memory import tables
+    from ui.lesson_page import GRID_COLUMNS
+
+    at = run_page(PAGE)
+    past_predictions(at)
+    at.run(timeout=180)
+    assert not at.exception
+    rows = tables.fixes(comparison(Params()))
+    assert len(rows[0]) > GRID_COLUMNS
+    (plain,) = at.table
+    assert list(plain.value.columns) == list(rows[0])
+    assert len(plain.value) == len(rows)
+    assert len(at.dataframe) == 2
+    assert all(frame.value.shape[1] <= GRID_COLUMNS for frame in at.dataframe)
 
 
 def test_the_policy_comparison_is_both_runs():
@@ -495,11 +515,19 @@ def test_a_pool_too_small_from_the_utilization_names_the_slider():
 
 
 def test_a_max_model_len_the_pool_cannot_hold_is_what_vllm_refuses_at_start():
+    # vLLM 0.33 checks the usable blocks (the null block kept back), also for a pool set in
+    # blocks (--num-gpu-blocks-override): v1/core/kv_cache_planning.py get_kv_cache_configs
     r = build(Params(max_model_len=131_072))
-    assert r.len_refused and r.len_blocks == 131_072 // BLOCK_SIZE > r.catalog_blocks
+    assert r.len_refused and r.len_blocks == 131_072 // BLOCK_SIZE > r.catalog_blocks - 1
+    assert r.len_pool_usable == r.catalog_blocks - 1
     note = _says(r, "len-refused")
-    assert f"{r.len_blocks:,} blocks" in note and f"{r.catalog_tokens:,}" in note
+    assert f"{r.len_blocks:,} blocks" in note and f"{r.len_pool_tokens:,} tokens" in note
     assert not build(Params()).len_refused  # 8,192 tokens: 512 blocks of 1,970
+    by_hand = dict(pool_from="blocks", max_model_len=8192)
+    edge = build(Params(**by_hand, num_gpu_blocks=512))  # 511 usable: one block short
+    assert edge.len_refused and edge.len_pool_usable == 511 and edge.len_blocks == 512
+    assert not build(Params(**by_hand, num_gpu_blocks=513)).len_refused
+    assert "--num-gpu-blocks-override" in _says(edge, "len-refused")
     at = run_page(PAGE, query={"mem-mml": "131072"})
     assert not at.exception
     assert any("vLLM would refuse to start" in w.value for w in at.warning)
@@ -604,7 +632,7 @@ def test_a_faster_stream_is_said_to_change_nothing_only_where_it_does():
         same = all(_same(p, Params(rate=q)) for q in rates[i + 1 :])
         if r.rate_changes_nothing:
             assert same, rate
-            assert f"faster stream than {rate:g} per second" in _says(r, "rate-same")
+            assert f"from {rate:g} per second up the rate changes nothing" in _says(r, "rate-same")
             assert not _same(p, Params(rate=rate, policy="priority"))  # "and so does PRIORITY"
             shown.append(rate)
         else:

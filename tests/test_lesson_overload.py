@@ -170,7 +170,8 @@ def test_the_animated_queue_is_each_runs_waiting_list(default):
         r.sel_lim_peak_waiting,
     )
     figure = figures.queue(r)
-    assert len(figure["frames"]) == len(q.time_s) == ovl.QUEUE_POINTS
+    assert len(figure["frames"]) == len(q.time_s) <= ovl.QUEUE_POINTS
+    assert len(q.time_s) > ovl.QUEUE_POINTS * 0.6  # a round spacing costs few frames
     middle = figure["frames"][len(q.time_s) // 2]["data"]
     assert middle[0]["y"] == q.fcfs[: len(q.time_s) // 2 + 1].tolist()
     assert q.arrived[-1] == r.requests

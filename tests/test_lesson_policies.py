@@ -209,8 +209,13 @@ def test_a_gpu_that_never_queues_says_so_instead_of_claiming_overload():
     assert any("No request ever waits" in w.value for w in at.warning)
     shown = "\n".join(m.value for m in at.markdown)
     assert "No policy fixes overload" not in shown and "Below capacity" not in shown
+    # the empty queue is said, not drawn as an empty line: four charts, no animation
+    assert r.queue_empty
+    assert "the waiting queue stays empty through this run" in " ".join(shown.split())
+    assert len(charts(at)) == 4 and not [c for c in charts(at) if c.get("frames")]
     on_l4 = build(Params())
     assert on_l4.overloaded and not on_l4.never_queues and on_l4.peak_hi > 0
+    assert not on_l4.queue_empty
 
 
 def _says(r, *names: str) -> str:

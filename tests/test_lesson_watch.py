@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lessons.course import lesson
-from lessons.kit import story
+from lessons.kit import anim, story
 from lessons.kit.controls import declared
 from lessons.watch import exercise, figures, predict
 from lessons.watch import lesson as wch
@@ -108,7 +108,10 @@ def test_the_dashboard_points_are_the_runs_gauges():
             assert d.kv_pct[k] == pytest.approx(kv[inside].max())
             assert d.step_ms[k] == pytest.approx(run.step_ms[inside].max())
     figure = figures.dashboard(r)
-    assert len(figure["frames"]) == wch.POINTS
+    assert len(figure["frames"]) == len(d.time_s) <= wch.POINTS
+    assert np.allclose(np.diff(d.time_s), d.time_s[0])  # round, even steps (kit time_grid)
+    names = [s["label"] for s in figure["layout"]["sliders"][0]["steps"]]
+    assert names == [anim.time_label(t) for t in d.time_s]
     last = figure["frames"][-1]["data"]
     assert last[1]["y"] == d.waiting.tolist() and last[2]["y"] == d.kv_pct.tolist()
     bands = [s["y1"] for s in figure["layout"]["shapes"]]

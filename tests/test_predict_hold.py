@@ -5,6 +5,8 @@ brings them back."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lessons.course import lesson
@@ -119,7 +121,8 @@ def _memory_held(at) -> bool:
     False when it shows them all. Anything in between fails."""
     text = lesson("memory").text_path
     waits = [story.text(text, name) in _markdown(at) for name in MEMORY_HELD]
-    shown = [_labels("memory") <= _metric_labels(at), len(charts(at)) == 4, len(at.dataframe) == 3]
+    tables = len(at.dataframe) + len(at.table)  # a wide one is drawn plain (LessonPage.table)
+    shown = [_labels("memory") <= _metric_labels(at), len(charts(at)) == 4, tables == 3]
     assert len(charts(at)) >= 2  # the grid and the paging chart are always there
     assert all(waits) and not any(shown) or not any(waits) and all(shown), (waits, shown)
     assert not _metric_labels(at) & _labels("memory") if waits[0] else True
@@ -164,3 +167,33 @@ def test_back_to_the_opening_run_also_sets_the_shared_settings_back():
     _assert_held(at, "overload")
     assert at.selectbox(key="w:gpu").value == gpu
     assert not [b for b in at.button if b.key == "ovl-predict-opening"]
+
+
+def _quiz_radios(at, lesson_id: str) -> set[str]:
+    prefix = f"quiz-{lesson_id}-".replace("_", "-")
+    return {r.key for r in at.radio if r.key and r.key.startswith(prefix)}
+
+
+@pytest.mark.parametrize("lesson_id", [*sorted(HELD), "memory"])
+def test_check_yourself_does_not_ask_the_predictions_again(lesson_id):
+    """A lesson with a prediction box asks its computed questions once, at the top: Check
+    yourself asks the others under their own numbers and says where the first ones are;
+    Practice still asks every question."""
+    at = run_page(lesson(lesson_id).page, timeout=180)
+    bank = lesson(lesson_id).bank()
+    computed = [q for q in bank.questions if q.computed]
+    others = [q for q in bank.questions if not q.computed]
+    assert computed and others
+    slug = f"quiz-{lesson_id}-".replace("_", "-")
+    assert _quiz_radios(at, lesson_id) == {slug + q.id.replace("_", "-") for q in others}
+    numbers = [i for i, q in enumerate(bank.questions, start=1) if q.computed]
+    (said,) = [c.value for c in at.caption if "at the top of this page" in c.value]
+    if numbers == [1]:
+        assert said.startswith("Question 1 is the prediction at the top")
+    else:
+        assert said.startswith("Questions ") and "are the predictions at the top" in said
+    assert [int(n) for n in re.findall(r"\d+", said.split(" the prediction")[0])] == numbers
+    first_other = bank.questions.index(others[0]) + 1
+    assert any(m.value.startswith(f"**{first_other}.** ") for m in at.markdown)
+    at.switch_page("views/practice.py").run(timeout=180)
+    assert _quiz_radios(at, lesson_id) == {slug + q.id.replace("_", "-") for q in bank.questions}

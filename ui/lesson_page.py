@@ -59,6 +59,9 @@ def _saved(url_key: str) -> None:
     st.session_state[_keep_key(url_key)] = st.session_state[WIDGET + url_key]
 
 
+GRID_COLUMNS = 8  # a wider table is drawn plain (LessonPage.table): every column on screen
+
+
 class LessonPage:
     """One lesson's page: `controls()` -> Params, `say()` text, `chart()`, `footer()`."""
 
@@ -73,6 +76,7 @@ class LessonPage:
         self.declared = {d.name: d for d in declared(params_cls)}
         self._link_notes: Any = None  # while controls() draws: where a bad link is reported
         self.play = autoplay.token(prefix)  # ?play=1: the first animation plays once
+        self.predicted = False  # ui/predict.py asked the computed questions above the runs
 
     # -- controls ------------------------------------------------------------------------------
     def _initial(self, d: Declared, url_key: str, report: bool = True) -> Any:
@@ -317,11 +321,12 @@ class LessonPage:
             col.metric(label, value)
 
     def table(self, frame: Any) -> None:
-        """A table of the lesson: a scrolling data grid, or when presenting a plain table whose
-        every column shows at projector size (the grid draws its cells at 14 px on a canvas,
-        and a wide one scrolled its last column out of view)."""
+        """A table of the lesson: a scrolling data grid, or a plain table whose every column
+        shows (its headers wrap) when presenting or when it has more than GRID_COLUMNS
+        columns: the grid draws its cells at a fixed width on a canvas, and a wide one scrolled
+        its last columns out of view at 1280 px."""
         shown = readable(frame)  # thousands separators (lessons/kit/tables.py)
-        if present.on():
+        if present.on() or len(shown.columns) > GRID_COLUMNS:
             st.table(shown, hide_index=True)
         else:
             st.dataframe(shown, hide_index=True, width="stretch")
@@ -387,7 +392,7 @@ class LessonPage:
             icon=":material/groups:",
             query_params={"lesson": self.lesson.id},
         )
-        render_lesson_practice(self.lesson)
+        render_lesson_practice(self.lesson, asked_above=self.predicted)
         left, right = st.columns(2, vertical_alignment="center")
         left.button(
             section(SITE_TEXT, "reset-lesson"),

@@ -123,6 +123,7 @@ def predict_box(
         st.session_state[skip_key(page.prefix)] = True
 
     asked = _asked(page)
+    page.predicted = bool(asked)  # the footer's quiz does not ask them again
     new = _room(page)[1]
     by_class = _by_class(page)
     answered = _answered(page, by_class)

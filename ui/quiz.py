@@ -124,11 +124,27 @@ def render_question(lesson: Lesson, q, number: int, where: str = "quiz", on_chec
         _show(_feedback().get(key), question=True)
 
 
-def render_quiz(lesson: Lesson) -> None:
-    """Every question of a lesson's bank, each with its own Check button and feedback."""
+def render_quiz(lesson: Lesson, asked_above: bool = False) -> None:
+    """Every question of a lesson's bank, each with its own Check button and feedback.
+    `asked_above`: the page asked the computed questions as predictions above its runs
+    (ui/predict.py), so they are not asked again here; the others keep their numbers."""
     st.caption(section(SITE_TEXT, "quiz-first-answer-rule", XP_RULES))
-    for number, q in enumerate(lesson.bank().questions, start=1):
+    questions = list(enumerate(lesson.bank().questions, start=1))
+    if asked_above:
+        above = [number for number, q in questions if q.computed]
+        if above:
+            name = "quiz-asked-above-one" if len(above) == 1 else "quiz-asked-above"
+            st.caption(section(SITE_TEXT, name, {"numbers": _numbers(above)}))
+        questions = [(number, q) for number, q in questions if not q.computed]
+    for number, q in questions:
         render_question(lesson, q, number)
+
+
+def _numbers(numbers: list[int]) -> str:
+    """[1] -> "1"; [1, 2] -> "1 and 2"; [1, 2, 3] -> "1, 2 and 3"."""
+    if len(numbers) == 1:
+        return str(numbers[0])
+    return f"{', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
 
 
 def _check_exercise(lesson: Lesson, spec: ExerciseSpec, seed: int, value_key: str) -> None:
@@ -177,8 +193,8 @@ def render_exercise(lesson: Lesson, spec: ExerciseSpec) -> None:
         _show(_feedback().get(key), question=False)
 
 
-def render_lesson_practice(lesson: Lesson) -> None:
-    """The quiz and then the exercises of one lesson."""
-    render_quiz(lesson)
+def render_lesson_practice(lesson: Lesson, asked_above: bool = False) -> None:
+    """The quiz and then the exercises of one lesson (`asked_above`: see `render_quiz`)."""
+    render_quiz(lesson, asked_above)
     for spec in lesson.exercises():
         render_exercise(lesson, spec)

@@ -47,7 +47,8 @@ def reveal(r) -> None:
     page.say(r, "hits", "prefix-gain")
     page.chart(figures.hits(r), r, "hits")
     page.say(r, "queue")
-    page.chart(figures.queue(r), r, "queue")
+    if not r.queue_empty:  # an empty line is not drawn; the text says so
+        page.chart(figures.queue(r), r, "queue")
     page.say(r, "overload", "takeaway")
 
 

@@ -27,6 +27,31 @@ def sample_steps(num_steps: int, max_frames: int = MAX_FRAMES) -> np.ndarray:
     return np.unique(np.linspace(0, num_steps - 1, max_frames).round().astype(int))
 
 
+NICE_STEPS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)  # times 10^k: a time slider's spacings
+
+
+def time_grid(end_s: float, max_points: int, *, from_zero: bool = False) -> np.ndarray:
+    """At most `max_points` evenly spaced times, the spacing a short round number of seconds
+    (one of NICE_STEPS times a power of ten, the smallest that keeps within `max_points`), the
+    last at or just past `end_s`: a slider labelled with them counts up evenly (0.6 s, 1.2 s,
+    1.8 s … instead of 1 s, 3 s, 5 s, 7 s, 9 s, 12 s).
+    `from_zero`: the first time is 0, else one spacing."""
+    if end_s <= 0:
+        return np.zeros(1)
+    intervals = max_points - 1 if from_zero else max_points
+    raw = end_s / max(intervals, 1)
+    power = 10.0 ** np.floor(np.log10(raw))
+    step = next((f * power for f in NICE_STEPS if f * power >= raw * (1 - 1e-9)), 10 * power)
+    count = int(np.ceil(end_s / step - 1e-9))
+    first = 0 if from_zero else 1
+    return np.round(np.arange(first, count + 1) * step, 6)
+
+
+def time_label(t_s: float) -> str:
+    """A time_grid time as a slider shows it: "0.5 s", "12 s", "2.5 s"."""
+    return f"{round(float(t_s), 3):g} s"
+
+
 def _play_args(duration_ms: int) -> list:
     return [
         None,

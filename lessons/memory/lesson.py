@@ -369,7 +369,11 @@ def build(p: Params) -> Readout:
     left_out = refused(p)
     memory = p.pool_from == "memory"
     raised = wanted < floor and (fits or not memory)  # no pool at all is the no-fit note's
-    len_blocks = int(cdiv(p.max_model_len, BLOCK_SIZE))  # vLLM's start-up check, null included
+    # vLLM 0.33's start-up check (v1/core/kv_cache_planning.py `get_kv_cache_configs`): one
+    # request of max_model_len must fit the usable blocks (the null block kept back), for a pool
+    # sized from memory and for one set with --num-gpu-blocks-override alike
+    len_blocks = int(cdiv(p.max_model_len, BLOCK_SIZE))
+    pool_set = catalog if memory else wanted  # the pool vLLM is asked to start with
     return Readout(
         **selection(p, dtype=p.dtype),
         **used_limits(p, budget, seqs),
@@ -380,9 +384,10 @@ def build(p: Params) -> Readout:
         weights_fit=fits,
         pool_raised=raised,
         catalog_usable=max(catalog - 1, 0),
-        catalog_tokens=catalog * BLOCK_SIZE,
-        len_refused=bool(memory and fits and len_blocks > catalog),
+        len_refused=bool(fits and len_blocks > pool_set - 1),
         len_blocks=len_blocks,
+        len_pool_usable=max(pool_set - 1, 0),
+        len_pool_tokens=max(pool_set - 1, 0) * BLOCK_SIZE,
         no_fit_memory=memory and not fits,
         util_helps=memory and not fits and catalog_blocks(p, budget, **MOST_MEMORY)[1],
         no_fit_blocks=not memory and not fits,

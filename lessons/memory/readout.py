@@ -20,9 +20,10 @@ class Readout(UsedLimits, Selection):
     weights_fit: bool
     pool_raised: bool  # the pool asked for cannot hold the longest request: the run uses more
     catalog_usable: int  # ... without the null block
-    catalog_tokens: int  # the tokens those blocks hold, null block included (vLLM's check)
     len_refused: bool  # vLLM would not start: one max_model_len request needs more blocks
     len_blocks: int  # the blocks one request of max_model_len needs
+    len_pool_usable: int  # the usable blocks of the pool vLLM is asked for (its start-up check)
+    len_pool_tokens: int  # ... and the tokens they hold
     no_fit_memory: bool  # the weights do not fit and the pool comes from memory: none at all
     util_helps: bool  # ... and the highest gpu_memory_utilization would leave room
     no_fit_blocks: bool  # the weights do not fit, and the pool is set by hand all the same

@@ -20,7 +20,7 @@ import numpy as np
 
 from lessons.course import lesson
 from lessons.kit import story
-from lessons.kit.anim import animate
+from lessons.kit.anim import animate, time_label
 from lessons.kit.figures import axis, count_axis, line, log_axis
 from lessons.overload.readout import Readout
 
@@ -164,7 +164,7 @@ def queue(r: Readout) -> dict:
         (q.sjf, "sjf", "sjf", "dash"),
         (q.limited, "limit-rule", "limit_rule", None),
     ]
-    t = [round(float(v), 2) for v in q.time_s]
+    t = [round(float(v), 3) for v in q.time_s]  # the grid is round (kit time_grid)
 
     def upto(k: int) -> list[dict]:
         return [{"x": t[: k + 1], "y": values[: k + 1].tolist()} for values, *_ in series]
@@ -187,7 +187,7 @@ def queue(r: Readout) -> dict:
             arrived=int(q.arrived[k]),
         )
         frames.append({"data": upto(k), "traces": [0, 1, 2], "layout": {"title": {"text": title}}})
-        names.append(f"{t[k]:.0f} s")
+        names.append(time_label(t[k]))
     figure = {
         "data": traces,
         "layout": {

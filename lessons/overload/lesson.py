@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from lessons.kit import shared, sizing
+from lessons.kit.anim import time_grid
 from lessons.kit.controls import Steps, control
 from lessons.kit.selection import scheduled
 from lessons.kit.sizing import sized
@@ -209,7 +210,7 @@ def gateway(key: tuple, target_ms: float, limit: int) -> Gateway:
 
 def _queue(fcfs: Run, sjf: Run, limited: Run) -> Queue:
     end = max(float(r.step_start_s[-1] + r.step_ms[-1] / 1e3) for r in (fcfs, sjf, limited))
-    grid = np.linspace(0.0, end, QUEUE_POINTS)
+    grid = time_grid(end, QUEUE_POINTS, from_zero=True)
     arrived = np.searchsorted(np.sort(fcfs.arrival_s), grid, side="right")
     return Queue(
         grid, *(waiting_peaks(r, grid) for r in (fcfs, sjf, limited)), arrived=arrived.astype(int)

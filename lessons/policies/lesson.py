@@ -344,6 +344,7 @@ def build(p: Params) -> Readout:
         prefix_int_p50_s=pre["int_p50"],
         fcfs_int_p50_s=fcfs["int_p50"],
         sel_int_p99_s=sel["int_p99"],
+        queue_empty=sel["peak_waiting"] == 0,
         sel_batch_p99_s=sel["batch_p99"],
         sel_max_wait_s=sel["max_wait"],
         sel_max_wait_request=sel["max_wait_request"],

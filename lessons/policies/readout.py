@@ -115,6 +115,7 @@ class Readout(Scheduled):
     fcfs_int_p50_s: float
     # the chosen policy's figures
     sel_int_p99_s: float
+    queue_empty: bool  # nobody ever waits in its run: the queue animation is not drawn
     sel_batch_p99_s: float
     sel_max_wait_s: float
     sel_max_wait_request: str

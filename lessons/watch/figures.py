@@ -12,7 +12,7 @@ from functools import cache
 
 from lessons.course import lesson
 from lessons.kit import story
-from lessons.kit.anim import animate
+from lessons.kit.anim import animate, time_label
 from lessons.kit.figures import axis, count_axis, count_top, line
 from lessons.theme import color
 from lessons.watch.readout import Readout
@@ -70,7 +70,7 @@ def dashboard(r: Readout, held: bool = False) -> dict:
     request of the run (a top fitted to the queue's peak would give the answer away)."""
     words = labels()
     d = r.dash
-    t = [round(float(v), 2) for v in d.time_s]
+    t = [round(float(v), 3) for v in d.time_s]  # the grid is round (kit time_grid)
     series = _series(r)
     traces = [
         line(
@@ -102,7 +102,7 @@ def dashboard(r: Readout, held: bool = False) -> dict:
         frames.append(
             {"data": data, "traces": list(range(len(series))), "layout": {"title": {"text": title}}}
         )
-        names.append(f"{t[k]:.0f} s")
+        names.append(time_label(t[k]))
     tops = (
         max(float(d.running.max()), float(r.requests if held else d.waiting.max()), r.waiting_band)
         * 1.1,

@@ -30,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 from lessons.kit import shared
+from lessons.kit.anim import time_grid
 from lessons.kit.controls import Choice, Steps, Toggle, control
 from lessons.kit.selection import selection
 from lessons.kit.sizing import last_begun, sized
@@ -65,7 +66,7 @@ CHAT_SYSTEM_PROMPT = 1_024  # tokens of the chat service's one system prompt
 PROMPT_MEDIAN, ANSWER_MEDIAN = 800, 120  # the chat requests' lognormal medians
 LONG_ANSWER = 600  # the writing assistant's median answer
 LONG_PROMPT, LONG_SHARE = 12_000, 0.1  # the pasted documents: median tokens, share of requests
-POINTS = 60  # dashboard points (and frames)
+POINTS = 60  # dashboard points (and frames) at most, at round times (kit time_grid)
 CONTEXT = 2_000  # tokens each decoding request attends to, for the budget's step
 
 
@@ -287,14 +288,14 @@ def dash(run: Run) -> Dash:
     interval the fullest cache, the longest step and the preemptions so far."""
     starts = np.asarray(run.step_start_s)
     end = float(starts[-1] + run.step_ms[-1] / 1e3)
-    grid = np.linspace(end / POINTS, end, POINTS)
+    grid = time_grid(end, POINTS)
     k = last_begun(run, grid)
     cut = np.concatenate(([0], k + 1))
     kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
-    per = np.repeat(np.arange(POINTS), np.diff(cut))  # each step's interval
-    kv_max = np.zeros(POINTS)
+    per = np.repeat(np.arange(grid.shape[0]), np.diff(cut))  # each step's interval
+    kv_max = np.zeros(grid.shape[0])
     np.maximum.at(kv_max, per, kv[: cut[-1]])
-    step_max = np.zeros(POINTS)
+    step_max = np.zeros(grid.shape[0])
     np.maximum.at(step_max, per, np.asarray(run.step_ms)[: cut[-1]])
     return Dash(
         time_s=grid,
