@@ -34,6 +34,56 @@ _COLD_FRAME = (
     "print(time.perf_counter() - t)\n"
 )
 
+# A server's first session after its start-up warm-up (ui/warm.py `warm_all`, which app.py
+# starts in a background thread): in a fresh process, the warm-up runs to its end, then one new
+# session per heavy page switches to it. Prints the warm-up's seconds, then page and ms pairs.
+_WARMED = (
+    "import os, sys, time\n"
+    "os.environ['STEPWISE_WARM'] = '0'  # the frame does not start a second warm-up thread\n"
+    "from streamlit.testing.v1 import AppTest\n"
+    "from bench.bench_pages import _past_predictions\n"
+    "from ui import warm\n"
+    "AppTest.from_file('app.py', default_timeout=60).run()\n"
+    "t = time.perf_counter()\n"
+    "warm.warm_all()\n"
+    "print(time.perf_counter() - t)\n"
+    "for page in sys.argv[1:]:\n"
+    "    at = AppTest.from_file('app.py', default_timeout=60)\n"
+    "    at.run()\n"
+    "    _past_predictions(at)\n"
+    "    t = time.perf_counter()\n"
+    "    at.switch_page(page)\n"
+    "    at.run()\n"
+    "    assert not at.exception\n"
+    "    print(page, time.perf_counter() - t)\n"
+)
+HEAVY = [
+    "views/lesson_memory.py",
+    "views/lesson_policies.py",
+    "views/lesson_overload.py",
+    "views/lesson_watch.py",
+]
+
+
+def _warmed() -> tuple[float, dict[str, float]]:
+    """(warm-up seconds, first visit seconds per heavy page) in a fresh process."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _WARMED, *HEAVY],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    lines = proc.stdout.split("\n")
+    numbers = [line for line in lines if line.strip()]
+    warm_s = float(numbers[0])
+    visits = {}
+    for line in numbers[1:]:
+        page, seconds = line.rsplit(" ", 1)
+        visits[page] = float(seconds)
+    return warm_s, visits
+
 
 def _cold_frame_seconds() -> float:
     """The frame's first run in a fresh Python process (what a server's first session pays)."""
@@ -195,4 +245,22 @@ def run() -> str:
             f"| `{page}` | {label} | {statistics.median(times) * 1000:.0f} "
             f"| {max(times) * 1000:.0f} |"
         )
+    runs = [_warmed() for _ in range(3)]
+    rows += [
+        "",
+        "### First visits once the server has warmed up",
+        "",
+        "A server builds every lesson's opening runs in one background thread when it starts "
+        "(ui/warm.py `warm_all`): "
+        f"{statistics.median(w for w, _ in runs):.1f} s here (median of 3 fresh processes). "
+        "A learner who opens a heavy lesson after that finds its runs made; the first visits "
+        "above are what the first learner pays before it is done. Here: the first visit of "
+        "each heavy page in a new session of a warmed process (median of 3 processes). "
+        "Target: first run <= 300 ms.",
+        "",
+        "| page | first visit, warmed server (ms) |",
+        "|---|---:|",
+    ]
+    for page in HEAVY:
+        rows.append(f"| `{page}` | {statistics.median(v[page] for _, v in runs) * 1000:.0f} |")
     return "\n".join(rows)

@@ -215,6 +215,39 @@ def test_the_wide_fixes_table_shows_every_column_and_the_narrow_ones_stay_grids(
     assert all(frame.value.shape[1] <= GRID_COLUMNS for frame in at.dataframe)
 
 
+def test_a_panel_of_preemptions_is_drawn_only_where_something_is_preempted():
+    """On an H100 nothing is preempted: the class and fixes charts drew an empty preemptions
+    panel beside the TTFT p99. They now draw the TTFT p99 alone, and say why in the title and
+    the alt text; the opening run, which preempts, keeps both panels."""
+    from lessons.memory.figures import labels
+
+    words = labels()
+    quiet = comparison(Params(gpu="H100-SXM"))
+    assert quiet.victims_none and quiet.fixes_none
+    assert all(row.preemptions == 0 for row in quiet.class_rows)
+    assert all(f.preemptions == 0 for f in quiet.fixes)
+    classes, fixes = figures.classes(quiet), figures.fixes(quiet)
+    assert len(classes["data"]) == 2 and "xaxis2" not in classes["layout"]
+    assert classes["layout"]["title"]["text"] == words["title-classes-none"]
+    assert classes["layout"]["yaxis"]["title"]["text"] == words["ttft-axis"]
+    assert [t["y"] for t in classes["data"]] == [
+        [row.ttft_p99_ms / 1e3 for row in quiet.class_rows if row.policy == policy]
+        for policy in ("FCFS", "PRIORITY")
+    ]
+    assert len(fixes["data"]) == 1
+    assert fixes["layout"]["title"]["text"] == words["title-fixes-none"]
+
+    def alt(name: str, c) -> str:
+        return " ".join(story.text(TEXT, name, c).split())
+
+    assert "Neither policy preempts" in alt("alt-classes", quiet)
+    assert "None of them preempts" in alt("alt-fixes", quiet)
+    busy = comparison(Params())
+    assert not busy.victims_none and not busy.fixes_none
+    assert len(figures.classes(busy)["data"]) == 4 and len(figures.fixes(busy)["data"]) == 2
+    assert "preemptions (interactive" in alt("alt-classes", busy)
+
+
 def test_the_policy_comparison_is_both_runs():
     c = comparison(Params())
     by = {(row.policy, row.cls): row for row in c.class_rows}

@@ -194,34 +194,40 @@ def paging(r: Readout) -> dict:
 
 
 def classes(r: Comparison) -> dict:
-    """Per class, under each policy: preemptions (left) and TTFT p99 (right)."""
+    """Per class, under each policy: preemptions (left) and TTFT p99 (right). Where neither
+    policy preempts (`victims_none`), the TTFT p99 alone: an empty panel says nothing."""
     words = labels()
     rows = r.class_rows
-    preempted_top = count_top([row.preemptions for row in rows])
+    ttft_only = r.victims_none
     traces = []
     for policy, role in (("FCFS", "decode"), ("PRIORITY", "prefill")):
         mine = [row for row in rows if row.policy == policy]
         cls = [words[row.cls] for row in mine]
-        traces.append(bars(cls, [row.preemptions for row in mine], policy, role))
-        traces.append(
-            bars(
-                cls,
-                [row.ttft_p99_ms / 1e3 for row in mine],
-                policy,
-                role,
-                xaxis="x2",
-                yaxis="y2",
-                showlegend=False,
-            )
-        )
+        if not ttft_only:
+            traces.append(bars(cls, [row.preemptions for row in mine], policy, role))
+        ttft = [row.ttft_p99_ms / 1e3 for row in mine]
+        on = {} if ttft_only else {"xaxis": "x2", "yaxis": "y2", "showlegend": False}
+        traces.append(bars(cls, ttft, policy, role, **on))
+    layout = {"height": 400, "barmode": "group"}
+    if ttft_only:
+        return {
+            "data": traces,
+            "layout": {
+                **layout,
+                "title": {"text": words["title-classes-none"]},
+                "xaxis": category_axis(words["class"]),
+                "yaxis": axis(words["ttft-axis"], rangemode="tozero"),
+            },
+        }
     return {
         "data": traces,
         "layout": {
+            **layout,
             "title": {"text": words["title-classes"]},
-            "height": 400,
-            "barmode": "group",
             "xaxis": category_axis(words["class"], domain=[0, 0.44]),
-            "yaxis": count_axis(words["preemptions-axis"], preempted_top),
+            "yaxis": count_axis(
+                words["preemptions-axis"], count_top([row.preemptions for row in rows])
+            ),
             "xaxis2": category_axis(words["class"], domain=[0.56, 1], anchor="y2"),
             "yaxis2": axis(words["ttft-axis"], anchor="x2", rangemode="tozero"),
         },
@@ -229,22 +235,32 @@ def classes(r: Comparison) -> dict:
 
 
 def fixes(r: Comparison) -> dict:
-    """Each what-if: preemptions (left) and TTFT p99 (right), as horizontal bars."""
+    """Each what-if: preemptions (left) and TTFT p99 (right), as horizontal bars; the TTFT p99
+    alone where no what-if preempts (`fixes_none`)."""
     words = labels()
     names = [fix_label(f) for f in r.fixes][::-1]
     pre = [f.preemptions for f in r.fixes][::-1]
     ttft = [f.ttft_p99_ms / 1e3 for f in r.fixes][::-1]
+    layout = {"height": 150 + 44 * len(names), "yaxis": axis(words["fix-axis"], automargin=True)}
+    if r.fixes_none:
+        return {
+            "data": [bars(ttft, names, words["ttft"], "decode", horizontal=True)],
+            "layout": {
+                **layout,
+                "title": {"text": words["title-fixes-none"]},
+                "xaxis": axis(words["ttft-axis"], rangemode="tozero"),
+            },
+        }
     return {
         "data": [
             bars(pre, names, words["preemptions"], "recompute", horizontal=True),
             bars(ttft, names, words["ttft"], "decode", horizontal=True, xaxis="x2"),
         ],
         "layout": {
+            **layout,
             "title": {"text": words["title-fixes"]},
-            "height": 150 + 44 * len(names),
             "xaxis": count_axis(words["preemptions-axis"], count_top(pre), domain=[0, 0.46]),
             "xaxis2": axis(words["ttft-axis"], domain=[0.54, 1], anchor="y", rangemode="tozero"),
-            "yaxis": axis(words["fix-axis"], automargin=True),
         },
     }
 

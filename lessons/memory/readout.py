@@ -147,6 +147,7 @@ class Comparison:
     modes_none: bool  # neither mode preempts
     class_rows: tuple
     fixes: tuple
+    fixes_none: bool  # no what-if preempts: the fixes chart draws the TTFT p99 alone
     fixes_memory_left_out: bool
 
 

@@ -216,6 +216,7 @@ def compare(
         modes_none=not differ and int(sync.total_preemptions) == 0,
         class_rows=tuple(rows),
         fixes=tuple(fixes_),
+        fixes_none=all(f.preemptions == 0 for f in fixes_),
         fixes_memory_left_out=p.pool_from != "memory",
     )
 
