@@ -36,3 +36,18 @@ def test_the_switch_turns_it_off_and_on(monkeypatch):
     monkeypatch.setenv("STEPWISE_WARM", "1")
     assert warm.start() is True
     assert ran.wait(10)
+
+
+def test_warming_also_makes_what_a_lesson_lists_in_warm_also(monkeypatch):
+    """The memory page draws its comparisons (more runs) once the predictions are answered:
+    the warm-up makes them too, so a warmed server's first visit finds them cached."""
+    from lessons.memory import lesson as mem
+
+    monkeypatch.setattr(warm, "lessons", lambda: [lesson("memory")])
+    assert mem.comparison in mem.WARM_ALSO
+    mem.comparison.cache_clear()
+    assert warm.warm_all() == ["memory"]
+    assert mem.comparison.cache_info().currsize == 1
+    hits = mem.comparison.cache_info().hits
+    mem.comparison(mem.Params())
+    assert mem.comparison.cache_info().hits == hits + 1

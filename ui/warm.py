@@ -55,7 +55,8 @@ def enabled() -> bool:
 
 
 def warm_all() -> list[str]:
-    """Build each lesson's opening readout (and its prediction's facts); the ids done."""
+    """Build each lesson's opening readout (and its prediction's facts, and whatever else its
+    page draws that the lesson lists in WARM_ALSO); the ids done."""
     done = []
     for lesson in lessons():
         module = importlib.import_module(f"lessons.{lesson.id}.lesson")
@@ -67,6 +68,8 @@ def warm_all() -> list[str]:
             predict.answers()  # builds the opening readout through the lesson's caches
         elif hasattr(module, "build"):
             module.build(module.Params())
+        for also in getattr(module, "WARM_ALSO", ()):  # more of the opening page's runs
+            also(module.Params())
         done.append(lesson.id)
     return done
 

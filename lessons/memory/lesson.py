@@ -342,9 +342,11 @@ def traced_run(p: Params) -> tuple[Setup, Run]:
     return s, run_traced(s.config, s.workload, timer)
 
 
+@lru_cache(maxsize=16)
 def comparison(p: Params) -> Comparison:
     """The comparisons (runs.compare) for one selection: a few more runs, cached apart from
-    build() so that the grid does not wait for them."""
+    build() so that the grid does not wait for them (and made at server start for the opening
+    selection, WARM_ALSO)."""
     s, run = traced_run(p)
     return runs.compare(
         p,
@@ -442,3 +444,8 @@ def at_step(r: Readout, step: int, tables: bool = True) -> StepReadout:
 def frame_of(r: Readout, step: int) -> int:
     """The animation frame that shows `step` (or the nearest one before it)."""
     return r.frames.frame_of(step)
+
+
+# Built for the opening selection at server start besides the readout (ui/warm.py `warm_all`):
+# the comparisons the page draws once the predictions are answered.
+WARM_ALSO = (comparison,)
