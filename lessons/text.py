@@ -1,7 +1,8 @@
 """Text outside a lesson's story (site.md, exercise prompts): one named section, filled in.
 
 The parsing is the kit's (lessons/kit/story.py): `<!-- section: name -->` splits a file into
-sections, and `{placeholders}` with format specs are filled from a dict. A missing value is an
+sections, and `{placeholders}` with format specs (the kit's too: `{n:~token}`, `{n:a}`) are
+filled from a dict. A missing value is an
 error, never a silent blank.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lessons.kit.story import parse, placeholders
+from lessons.kit.story import fill, parse, placeholders
 
 __all__ = ["placeholders", "section", "sections"]
 
@@ -24,4 +25,4 @@ def section(path: str | Path, name: str, values: dict | None = None) -> str:
     body = sections(path)[name]
     if not placeholders(body):
         return body
-    return body.format_map(values or {})
+    return fill(body, values or {})

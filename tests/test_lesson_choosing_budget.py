@@ -561,7 +561,7 @@ def test_exercise_answers_match_the_reference_scheduler(seed):
     assert drawn["ttft"].answer == pytest.approx(expected["ttft_ms"], rel=1e-8)
     s = exercise.scenario(seed)
     assert expected["chunk"] == s.budget - s.decodes  # the prompt gets what the decodes leave
-    assert f"**{expected['chunk']:,}**" in drawn["ttft"].solution
+    assert f"**{expected['chunk']:,} token" in drawn["ttft"].solution
     assert f"**{expected['steps']} steps**" in drawn["ttft"].solution
     assert not drawn["ttft"].is_correct(expected["ttft_ms"] * 1.1)
     assert f"{s.budget:,}" in drawn["ttft"].prompt and f"{s.prompt:,}" in drawn["ttft"].prompt

@@ -438,7 +438,7 @@ def test_exercises_match_the_budget_rule_and_the_prefix_cache(seed):
     chunk = exercise.first_chunk(seed)
     p = chunk.params
     assert chunk.answer == p["budget"] - p["decodes"]
-    assert f"**{int(chunk.answer):,}**" in chunk.solution
+    assert f"**{int(chunk.answer):,} token" in chunk.solution
     cached = exercise.cached_prefix(seed)
     q = cached.params
     # Whole 16-token blocks of the shared part, never the prompt's last token (SCHEDULER.md b5).
@@ -446,7 +446,7 @@ def test_exercises_match_the_budget_rule_and_the_prefix_cache(seed):
     r = build(exercise.cached_params(seed))
     assert cached.answer == q["prompt"] - hit == r.needed == r.prompt - r.hit_tokens
     assert r.block_size == 16 and r.cached == q["cached"] > 0
-    assert f"**{int(cached.answer):,}**" in cached.solution
+    assert f"**{int(cached.answer):,} token" in cached.solution
     assert f"{hit // 16:,} blocks or {hit:,} tokens" in cached.solution
     assert not cached.is_correct(cached.answer + 1) and not cached.is_correct(q["prompt"])
     if seed == 0:

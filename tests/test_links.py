@@ -58,14 +58,16 @@ def test_a_weights_link_reopens_as_shown(page):
     """The URL carries the label the learner sees (FP8); reopening it gives FP8, no warning."""
     at = run_page(page, query={"gpu": "L4", "dtype": "FP8"})
     assert at.selectbox(key="w:dtype").value == "fp8"
-    assert not at.warning
+    # no warning about the link (on the L4 the step cost lesson's 64 running requests of 2,048
+    # tokens need more KV cache than it has, which that lesson says in a warning of its own)
+    assert not [w for w in at.warning if "KV cache does not fit" not in w.value]
     assert "FP8" in charts(at)[0]["layout"]["title"]["text"]
 
 
 def test_a_link_typed_in_another_case_opens_the_option_it_names():
     at = run_page(COST, query={"gpu": "L4", "dtype": "fp8"})
     assert at.selectbox(key="w:dtype").value == "fp8"
-    assert not at.warning
+    assert not [w for w in at.warning if "KV cache does not fit" not in w.value]  # see above
     at = run_page("views/lesson_memory.py", query={"mem-policy": "priority"})
     assert at.selectbox(key="w:mem-policy").value == "priority" and not at.warning
 

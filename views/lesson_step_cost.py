@@ -17,6 +17,7 @@ def lab() -> None:
     p = page.controls([["gpu", "model", "dtype", "tp"], ["tokens", "decodes", "context_tokens"]])
     r = readout(p)
     page.warn(r, "no-fit", icon=":material/memory:")
+    page.warn(r, "kv-too-big", icon=":material/memory:")
     page.metrics(r)
     page.say(r, "numbers-caption")
     page.chart(figures.curve(r), r, "curve")

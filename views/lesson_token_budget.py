@@ -36,7 +36,7 @@ def lab() -> None:
     if r.runs:
         page.metrics(r)
         page.chart(figures.timeline(r), r, "timeline")
-        page.say(r, "reading", "mode", "cached-none", "cached-some", "spec")
+        page.say(r, "reading", "reading-chunks", "mode", "cached-none", "cached-some", "spec")
         r = readout(page.controls([["k"]], fixed=without(p, "k")))
         page.say(r, "spec-numbers")
         page.chart(figures.spec(r), r, "spec")

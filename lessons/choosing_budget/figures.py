@@ -119,7 +119,8 @@ def trade(r: Readout) -> dict:
         data += _vline(r.default_budget, label, "neutral", "dot", ranges, left=left, height=0.75)
     layout = {
         "title": {
-            "text": f"The budget's trade on {r.gpu}, {r.model}: {r.decodes:,} users streaming"
+            "text": f"The budget's trade on {r.gpu}, {r.model}: "
+            f"{r.decodes:,} user{'' if r.decodes == 1 else 's'} streaming"
         },
         "xaxis": axis(
             "token budget, max_num_batched_tokens (tokens, log scale)",
@@ -178,7 +179,9 @@ def _lane_traces(lane: Lane, window_ms: float, decodes: int) -> list[dict]:
         {
             "type": "scatter",
             "mode": "markers",
-            "name": f"a token for each of the {decodes:,} running users",
+            "name": "a token for the running user"
+            if decodes == 1
+            else f"a token for each of the {decodes:,} running users",
             "x": ticks.tolist(),
             "y": [1.5] * ticks.size,
             "marker": {

@@ -195,6 +195,10 @@ def build(p: Params) -> Readout:
     room = max(p.budget - p.decodes, 0)
     chunk, last_chunk = (int(chunks[0]), int(chunks[-1])) if mine else (room, 0)
     picked = lane(*scene, pick) if pick else None
+    below = [b for b in ok if b < pick] if pick else []
+    # a smaller budget than the pick delays this prompt's first token (else: it only would delay
+    # longer prompts)
+    smaller_costs = bool(below) and lane(*scene, below[-1]).ttft_ms > picked.ttft_ms
     smallest = lane(*scene, ok[0])
     gpu, model = get_gpu(p.gpu), get_model(p.model)
     pool = kv_pool(p.gpu, p.model, max_num_batched_tokens=p.budget)
@@ -231,6 +235,9 @@ def build(p: Params) -> Readout:
         worst_ratio=mine.worst_ms / mine.decode_ms if mine else nan,
         target_ms=p.itl_target_ms,
         has_pick=pick is not None,
+        pick_top=pick == BUDGET_MAX,
+        pick_trade=pick is not None and pick < BUDGET_MAX and smaller_costs,
+        pick_no_gain=pick is not None and pick < BUDGET_MAX and not smaller_costs,
         pick=pick or 0,
         pick_worst_ms=picked.worst_ms if picked else nan,
         pick_ttft_s=picked.ttft_ms / 1e3 if picked else nan,

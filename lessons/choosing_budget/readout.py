@@ -60,6 +60,9 @@ class Readout(Selection):
     # the latency rule
     target_ms: int
     has_pick: bool
+    pick_top: bool  # the pick is the largest budget tried
+    pick_trade: bool  # below it, and a smaller budget delays the prompt's first token
+    pick_no_gain: bool  # below it, and a smaller one does not (the prompt fits either way)
     pick: int
     pick_worst_ms: float
     pick_ttft_s: float

@@ -49,6 +49,7 @@ LONG_OUTPUT = 16  # tokens the long prompt asks for: enough to see it start stre
 LEAD_STEPS = 4  # decode steps shown before the long prompt arrives
 TAIL_STEPS = 6  # decode steps kept after the later first token
 MAX_TRIES = 4
+GAP_SHORTER = 1.1  # chunking shortens the longest wait by this factor or more: "times shorter"
 BLOCK_SIZE = SchedulerConfig.block_size  # vLLM's default KV block size
 # each lane's share of the GPU's peak arithmetic and bandwidth, prompt and decode steps apart
 USE_PCTS = ("compute_prompt_pct", "bw_prompt_pct", "compute_decode_pct", "bw_decode_pct")
@@ -278,6 +279,9 @@ def build(p: Params) -> Readout:
         whole_worst_gap_ms=w.worst_gap_ms,
         chunked_worst_gap_ms=c.worst_gap_ms,
         gap_ratio=w.worst_gap_ms / c.worst_gap_ms,
+        gap_shorter=chunk_steps > 1 and w.worst_gap_ms >= GAP_SHORTER * c.worst_gap_ms,
+        gap_barely=chunk_steps > 1 and w.worst_gap_ms < GAP_SHORTER * c.worst_gap_ms,
+        room=s.budget - s.users,
         whole_mean_gap_ms=w.mean_gap_ms,
         chunked_mean_gap_ms=c.mean_gap_ms,
         whole_ttft_ms=whole.ttft_ms,

@@ -75,6 +75,9 @@ class Readout(UsedLimits, Selection):
     whole_worst_gap_ms: float
     chunked_worst_gap_ms: float
     gap_ratio: float
+    gap_shorter: bool  # chunked: the longest wait is GAP_SHORTER times shorter or more
+    gap_barely: bool  # chunked: it is shorter by less (the first chunk is nearly the prompt)
+    room: int  # budget the decodes leave for a prompt in a step
     whole_mean_gap_ms: float  # mean wait between tokens until the prompt's first token
     chunked_mean_gap_ms: float
     whole_ttft_ms: float

@@ -5,7 +5,8 @@ A section starts with `<!-- section: name -->`. It may carry a condition on the 
 Readout: which paragraph shows is decided there, in one place, not by branches in a page.
 Placeholders (`{weight_read_ms:.1f}`) name Readout fields, or an attribute of one
 (`{problem.ttft_p99_s:.2f}`). A count can carry its noun: `{preemptions:~preemption}` reads
-"1 preemption" or "3 preemptions" (`{n:~child|children}` for a plural that is not "+s"). A
+"1 preemption" or "3 preemptions" (`{n:~child|children}` for a plural that is not "+s");
+`{prompt:a}-token` reads "an 8,000-token" or "a 4,096-token". A
 "metrics" section holds lines `- label :: value`, both sides templates, drawn as a row of
 st.metric; a "labels" section holds `- key :: words` for charts.
 """
@@ -45,20 +46,37 @@ class Section:
     def fill(self, readout: Any = None, extra: dict | None = None) -> str:
         if not placeholders(self.body):
             return self.body
-        return _COUNTS.vformat(self.body, (), {**values(readout), **(extra or {})})
+        return fill(self.body, {**values(readout), **(extra or {})})
+
+
+def article(number: int) -> str:
+    """ "a" or "an" before a number as it is read out: an 8,000, an 11, an 18,500, a 1,024."""
+    lead = f"{int(number):,}".split(",")[0]
+    return "an" if lead.startswith("8") or lead in ("11", "18") else "a"
 
 
 class _Counts(string.Formatter):
-    """str.format, plus the spec `~noun` (or `~noun|plural`): the count with its noun."""
+    """str.format, plus the spec `~noun` (or `~noun|plural`): the count with its noun, and the
+    spec `a`: the count after its article ("an 8,000", "a 4,096")."""
 
     def format_field(self, value: Any, format_spec: str) -> Any:
+        if format_spec == "a":
+            return f"{article(value)} {value:,}"
         if not format_spec.startswith("~"):
             return super().format_field(value, format_spec)
         one, _, many = format_spec[1:].partition("|")
-        return f"{value:,} {one if value == 1 else (many or one + 's')}"
+        many = many or one + "s"
+        if isinstance(value, str):  # a span such as "4–9": plural
+            return f"{value} {many}"
+        return f"{value:,} {one if value == 1 else many}"
 
 
 _COUNTS = _Counts()
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """A template filled from `values` with the specs above (KeyError if one is missing)."""
+    return _COUNTS.vformat(template, (), values)
 
 
 @cache

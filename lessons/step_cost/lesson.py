@@ -36,6 +36,7 @@ from sim.cost import (
 )
 from sim.hardware import get_gpu, gpu_keys
 from sim.models import (
+    GIB,
     expected_experts,
     get_model,
     kv_bytes_per_token,
@@ -257,10 +258,14 @@ def build(p: Params) -> Readout:
     one_ms, small_ms = (float(v) for v in small.step_ms)
     ref_ms = float(ref.step_ms[0])
     weight_gb = weight_read_bytes(model, p.dtype, p.tp, tokens=1) / 1e9
+    pool = kv_pool(p.gpu, p.model, tp=p.tp, dtype=p.dtype)
+    # the KV cache stays 16-bit with FP8 weights, as sim.cost prices it
+    kv_per_seq_gb = p.context_tokens * kv_bytes_per_token(model, "bf16", p.tp) / 1e9
+    kv_room_gb = pool.kv_pool_gib * GIB / 1e9  # what vLLM would give the cache on each GPU
     return Readout(
         **selection(p, dtype=p.dtype),
         tp_phrase="" if p.tp == 1 else f", split over {p.tp} GPUs",
-        fits=kv_pool(p.gpu, p.model, tp=p.tp, dtype=p.dtype).fits,
+        fits=pool.fits,
         memory_gib=gpu.memory_gib,
         weight_gb=weight_gb,
         weight_read_ms=floor,
@@ -283,8 +288,12 @@ def build(p: Params) -> Readout:
         memory_bound=bool(at_n.memory_bound[0]),
         decodes=p.decodes,
         context_tokens=p.context_tokens,
-        # the KV cache stays 16-bit with FP8 weights, as sim.cost prices it
-        kv_gb=p.decodes * p.context_tokens * kv_bytes_per_token(model, "bf16", p.tp) / 1e9,
+        kv_gb=p.decodes * kv_per_seq_gb,
+        no_decodes=p.decodes == 0,
+        some_decodes=p.decodes > 0,
+        kv_room_gb=kv_room_gb,
+        kv_too_big=pool.fits and p.decodes * kv_per_seq_gb > kv_room_gb,
+        kv_fit_seqs=int(kv_room_gb // kv_per_seq_gb) if kv_per_seq_gb else 0,
         max_tokens=MAX_TOKENS,
         **_seed_check(),
         **_measured(p, profile, at_profile.parts_ms["linear_ms"], small_tokens),

@@ -71,6 +71,11 @@ class Readout(Selection):
     decodes: int
     context_tokens: int
     kv_gb: float
+    no_decodes: bool  # no running request: the step reads no KV cache
+    some_decodes: bool
+    kv_room_gb: float  # the KV cache vLLM would have on each GPU
+    kv_too_big: bool  # the running requests' KV cache is larger than that
+    kv_fit_seqs: int  # how many such requests it holds
     max_tokens: int
     # the back-of-the-envelope check (H100-SXM, Llama-3.1-8B)
     seed_weight_ms: float

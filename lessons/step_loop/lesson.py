@@ -49,6 +49,7 @@ BLOCK_SIZE: int = next(
     f.default for f in dataclasses.fields(SchedulerConfig) if f.name == "block_size"
 )
 MAX_MODEL_LEN = 8192
+HELD_STEPS = 5  # the long document waits more than this many steps for blocks: "held back"
 POOL_MIN = cdiv(max(p + o for p, o, _ in REQUESTS), BLOCK_SIZE) + 2
 POOL_MAX = 1000
 POOL_STEP = 10
@@ -216,6 +217,12 @@ def build(p: Params) -> Readout:
     pre_steps = [k + 1 for k, names in enumerate(rep.preempted) if names]
     first_pre = pre_steps[0] if pre_steps else 0
     long_q = int(np.argmax([pr for pr, _, _ in REQUESTS]))
+    # vLLM 0.33's start-up check: one max_model_len request in the usable blocks (null kept back)
+    len_blocks = int(cdiv(MAX_MODEL_LEN, BLOCK_SIZE))
+    real_usable = pool.num_gpu_blocks - 1
+    long_start = int(run.first_scheduled_step[long_q])
+    long_arrival = REQUESTS[long_q][2]
+    held = run.total_preemptions == 0 and long_start > long_arrival + HELD_STEPS
     shown = sample_steps(run.num_steps) + 1
     return Readout(
         **selection(p, dtype=p.dtype),
@@ -227,6 +234,12 @@ def build(p: Params) -> Readout:
         usable=int(run.kv_blocks_usable),
         pool_tokens=int(run.kv_blocks_usable) * cfg.block_size,
         real_pool=pool.num_gpu_blocks,
+        real_tokens=real_usable * BLOCK_SIZE,
+        max_model_len=MAX_MODEL_LEN,
+        len_blocks=len_blocks,
+        pool_tiny=pool.fits and pool.num_gpu_blocks > p.blocks,
+        pool_real_smaller=pool.fits and len_blocks <= real_usable < p.blocks,
+        pool_real_refused=pool.fits and real_usable < len_blocks,
         fits=pool.fits,
         weight_gb=pool.weights_gib * GIB / 1e9,
         memory_gib=gpu.memory_gib,
@@ -241,6 +254,9 @@ def build(p: Params) -> Readout:
         max_step=int(np.argmax(rep.step_ms)) + 1,
         preemptions=run.total_preemptions,
         preempted=run.total_preemptions > 0,
+        not_preempted_free=run.total_preemptions == 0 and not held,
+        held_back=held,
+        long_start=long_start,
         preempted_once=run.total_preemptions == 1,
         preempted_many=run.total_preemptions > 1,
         first_preempt_step=first_pre,

@@ -52,6 +52,12 @@ class Readout(UsedLimits, Selection):
     usable: int
     pool_tokens: int
     real_pool: int
+    real_tokens: int  # the tokens its usable blocks hold
+    max_model_len: int
+    len_blocks: int  # the blocks one max_model_len request needs (vLLM's start-up check)
+    pool_tiny: bool  # vLLM's real cache is larger than the replay's: the replay is the squeeze
+    pool_real_smaller: bool  # ... smaller, but vLLM would start
+    pool_real_refused: bool  # ... too small for one max_model_len request: vLLM would not start
     fits: bool
     weight_gb: float
     memory_gib: float
@@ -68,6 +74,9 @@ class Readout(UsedLimits, Selection):
     max_step: int
     preemptions: int
     preempted: bool
+    not_preempted_free: bool  # nothing preempted, and the long document is not held back
+    held_back: bool  # nothing preempted because the long document waits for blocks (HELD_STEPS)
+    long_start: int  # the step the long document is first scheduled
     preempted_once: bool
     preempted_many: bool
     first_preempt_step: int

@@ -117,7 +117,8 @@ def curve(r: Readout) -> dict:
             _star([r.pick], [r.pick_total], name, **hover),
             _star([r.pick], [r.pick_per_user], name, yaxis="y2", showlegend=False, **hover),
         ]
-    data += _both(r.max_num_seqs, top, low, f"max_num_seqs: {r.max_num_seqs:,}", "decode", "solid")
+    seqs = f"max_num_seqs: {r.max_num_seqs:,}"
+    data += _both(r.max_num_seqs, top, low, seqs, "neutral", "dashdot")  # unlike the total line
     title = "sequences decoding together (concurrency, log scale)"
     layout = {
         "title": {"text": f"Throughput on {_selection(r)}, {r.context:,} tokens of context"},

@@ -46,6 +46,7 @@ from sim.timed import config_for, timer_for
 PREFIX = "tput"
 MAX_SEQS = 1_024
 KNEE_GAIN = 1.5
+SURGE_FELT = 1.1  # the closed loop's mean time between tokens this much above a decode step
 ANIM_POINTS = 31  # the animation's concurrencies: this many on a log scale, plus the opening one
 CONCURRENCY = np.arange(1, MAX_SEQS + 1, dtype=np.int64)
 CONTEXTS = (16, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -210,6 +211,7 @@ def closed_fields(
     total = float(c.total[cmp_n - 1]) if cmp else nan
     itl = cmp.itl_ms if cmp else nan
     has = cmp is not None
+    mixed_ms = cmp.mixed_ms if cmp else nan
     return {
         "output_tokens": p.output_tokens,
         "cl_prompt": prompt,
@@ -247,7 +249,10 @@ def closed_fields(
         "cmp_pure_ms": cmp.pure_ms if cmp else nan,
         "cmp_itl_other_ms": other,
         "cmp_over_target": has and cmp_n <= fast_enough and itl > p.itl_target_ms,
-        "cmp_within_target": has and itl <= p.itl_target_ms,
+        "cmp_within_target": has and itl <= p.itl_target_ms and mixed_ms <= p.itl_target_ms,
+        "cmp_mean_within": has and itl <= p.itl_target_ms and mixed_ms > p.itl_target_ms,
+        "cmp_surge_felt": has and itl >= SURGE_FELT * step,
+        "cmp_surge_small": has and itl < SURGE_FELT * step,
         "loop": loop,
     }
 
@@ -320,6 +325,7 @@ def build(p: Params) -> Readout:
         kv_per_seq_mb=kv_per_seq_gb * 1e3,
         kv_per_seq_gb=kv_per_seq_gb,
         crossover=weight_gb / kv_per_seq_gb,
+        cache_outweighs_one=kv_per_seq_gb >= weight_gb,
         pool_gib=pool.kv_pool_gib,
         kv_cap=kv_cap,
         kv_limits=pool.fits and kv_cap < MAX_SEQS,

@@ -84,6 +84,7 @@ class Readout(UsedLimits, Selection):
     kv_per_seq_mb: float
     kv_per_seq_gb: float
     crossover: float
+    cache_outweighs_one: bool  # one sequence's cache already reads more than the weights
     # the KV cache and the limits
     pool_gib: float
     kv_cap: int
@@ -145,7 +146,10 @@ class Readout(UsedLimits, Selection):
     cmp_pure_ms: float
     cmp_itl_other_ms: float  # the same run in the other scheduling mode
     cmp_over_target: bool  # the decode-only picture meets the target there, the closed loop not
-    cmp_within_target: bool
+    cmp_within_target: bool  # the closed loop meets the target, its steps with a chunk too
+    cmp_mean_within: bool  # its mean meets the target, its steps with a chunk do not
+    cmp_surge_felt: bool  # the prompts lengthen the mean time between tokens (SURGE_FELT)
+    cmp_surge_small: bool  # ... they barely do
     # what the charts draw
     curves: Curves
     loop: ClosedLoop

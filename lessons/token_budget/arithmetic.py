@@ -58,6 +58,7 @@ def spec_numbers(budget: int, running: int, needed: int, k: int, runs: bool) -> 
     """The Readout's speculative-decoding fields for k draft tokens (`runs` False: no paragraph)."""
     a = spec_arithmetic(budget, running, needed)
     steps = int(a["steps"][k])
+    shrinks = int(a["chunk"][k]) < int(a["chunk"][0])  # the draft tokens take from the chunk
     return {
         "k": k,
         "spec_max_k": SPEC_KS[-1],
@@ -67,7 +68,8 @@ def spec_numbers(budget: int, running: int, needed: int, k: int, runs: bool) -> 
         "plain_chunk": int(a["chunk"][0]),
         "plain_steps": int(a["steps"][0]),
         "spec_k0": runs and k == 0,
-        "spec_same_steps": runs and k > 0 and steps == int(a["steps"][0]),
+        "spec_same_steps": runs and k > 0 and steps == int(a["steps"][0]) and shrinks,
+        "spec_no_shrink": runs and k > 0 and not shrinks,
         "spec_more_steps": runs and k > 0 and steps != int(a["steps"][0]),
         "spec_decode_list": ", ".join(f"{int(v):,}" for v in a["decode"]),
         "spec_chunk_list": ", ".join(f"{int(v):,}" for v in a["chunk"]),

@@ -62,6 +62,11 @@ class Readout(UsedLimits, Selection):
     spec_k0: bool
     spec_same_steps: bool
     spec_more_steps: bool
+    spec_no_shrink: bool  # k > 0 and the prompt's chunk keeps its size (it fits what is left)
+    decoding_at_arrival: bool  # the replay runs and requests decode when the prompt arrives
+    idle_at_arrival: bool  # ... and none does
+    many_chunks: bool  # the prompt is read in several chunks
+    one_chunk: bool  # ... in one step
     spec_decode_list: str
     spec_chunk_list: str
     # vLLM's defaults by GPU: three tiers (below 70 GiB or an A100, from 70 GiB, from 160 GiB)
