@@ -111,3 +111,13 @@ def test_step_cost_warns_of_a_kv_cache_larger_than_the_gpu_and_of_no_kv_read():
     assert not _build("step_cost").kv_too_big
     none = _build("step_cost", decodes=0)
     assert none.no_decodes and "no such read" in _says("step_cost", none, "kv")
+
+
+def test_throughput_says_when_the_cache_runs_out_before_the_knee():
+    r = _build("throughput_curve", gpu="L4")
+    assert r.kv_cap < r.knee and r.knee_past_cache
+    said = _says("throughput_curve", r, "knee-past-cache")
+    assert f"at {r.knee:,} sequences, lies past that line" in said
+    assert f"at {r.kv_cap:,} sequences, not at the knee" in said
+    opening = _build("throughput_curve")
+    assert opening.kv_cap >= opening.knee and not opening.knee_past_cache

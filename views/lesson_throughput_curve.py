@@ -46,7 +46,7 @@ def lab() -> None:
     page.chart(figures.curve(r), r, "curve")
     page.say(r, "rise", "knee", "pick", "bend")
     page.chart(figures.reads(r), r, "reads")
-    page.say(r, "memory", "cap", "anim", "anim-open")
+    page.say(r, "memory", "knee-past-cache", "cap", "anim", "anim-open")
     page.chart(figures.growing(r), r, "anim")
     page.say(r, "surge", "surge-cut", "surge-at")
     if r.has_closed:

@@ -329,6 +329,7 @@ def build(p: Params) -> Readout:
         pool_gib=pool.kv_pool_gib,
         kv_cap=kv_cap,
         kv_limits=pool.fits and kv_cap < MAX_SEQS,
+        knee_past_cache=pool.fits and knee > 0 and kv_cap < knee,
         kv_holds_all=pool.fits and kv_cap >= MAX_SEQS,
         reach=reach,
         reach_step_ms=at(reach, c.step_ms),

@@ -89,6 +89,7 @@ class Readout(UsedLimits, Selection):
     pool_gib: float
     kv_cap: int
     kv_limits: bool  # the cache holds fewer than MAX_SEQS sequences
+    knee_past_cache: bool  # the cache holds fewer sequences than the knee
     kv_holds_all: bool
     reach: int  # what this engine runs at most: max_num_seqs or the KV cache, whichever is less
     reach_step_ms: float
