@@ -2,8 +2,7 @@
 
 The parsing is the kit's (lessons/kit/story.py): `<!-- section: name -->` splits a file into
 sections, and `{placeholders}` with format specs (the kit's too: `{n:~token}`, `{n:a}`) are
-filled from a dict. A missing value is an
-error, never a silent blank.
+filled from a dict. A missing value is an error, never a silent blank.
 """
 
 from __future__ import annotations
