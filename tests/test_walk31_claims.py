@@ -121,3 +121,13 @@ def test_throughput_says_when_the_cache_runs_out_before_the_knee():
     assert f"at {r.kv_cap:,} sequences, not at the knee" in said
     opening = _build("throughput_curve")
     assert opening.kv_cap >= opening.knee and not opening.knee_past_cache
+
+
+def test_choosing_the_budget_says_slide_only_where_the_curves_move():
+    flat = _build("choosing_budget", prompt=16)
+    assert flat.trade_flat and not flat.trade_moves
+    assert "nearly flat" in _says("choosing_budget", flat, "trade-slide")
+    opening = _build("choosing_budget")
+    assert opening.trade_moves and "Slide the budget down" in _says(
+        "choosing_budget", opening, "trade-slide"
+    )

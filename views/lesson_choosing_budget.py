@@ -49,7 +49,7 @@ def lab() -> None:
     caption(r, "numbers-caption")
     page.say(r, "chunks")
     page.chart(figures.trade(r), r, "trade")
-    page.say(r, "trade", "pick", "pick-why", "anim")
+    page.say(r, "trade", "trade-slide", "pick", "pick-why", "anim")
     caption(r, "anim-nearest")
     page.chart(figures.budgets(r), r, "anim")
     page.say(r, "small", "guide")

@@ -44,6 +44,7 @@ PROMPTS = (16, 256, 1024, 2048, 4096, 8192, 12000, 16384, 20000, 32768, 65536, 1
 # The trade chart's budgets (every one a multiple of 256), and the animation's frames.
 GRID = (256, 512, 768, 1024, 1280, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192, 10240)
 GRID += (12288, 16384, 20480, 24576, 32768)
+TRADE_MOVES = 1.25  # both curves span more than this factor: the slider shows a trade
 ANIM_BUDGETS = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576)
 ANIM_BUDGETS += (32768,)
 REF_BUDGET = 4_096  # the worked example: its first token sets the animation's time window
@@ -200,6 +201,10 @@ def build(p: Params) -> Readout:
     # longer prompts)
     smaller_costs = bool(below) and lane(*scene, below[-1]).ttft_ms > picked.ttft_ms
     smallest = lane(*scene, ok[0])
+    # the two curves move visibly over the budgets drawn (else the prompt fits any budget)
+    worst = [x.worst_ms for x in curve]
+    first = [x.ttft_ms for x in curve]
+    moves = max(worst) > TRADE_MOVES * min(worst) and max(first) > TRADE_MOVES * min(first)
     gpu, model = get_gpu(p.gpu), get_model(p.model)
     pool = kv_pool(p.gpu, p.model, max_num_batched_tokens=p.budget)
     kv_have = pool.num_gpu_blocks * BLOCK_SIZE
@@ -235,6 +240,8 @@ def build(p: Params) -> Readout:
         worst_ratio=mine.worst_ms / mine.decode_ms if mine else nan,
         target_ms=p.itl_target_ms,
         has_pick=pick is not None,
+        trade_moves=simulated and moves,
+        trade_flat=simulated and not moves and smallest.steps == 1,  # the prompt in one go
         pick_top=pick == BUDGET_MAX,
         pick_trade=pick is not None and pick < BUDGET_MAX and smaller_costs,
         pick_no_gain=pick is not None and pick < BUDGET_MAX and not smaller_costs,

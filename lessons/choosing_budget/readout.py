@@ -60,6 +60,8 @@ class Readout(Selection):
     # the latency rule
     target_ms: int
     has_pick: bool
+    trade_moves: bool  # both curves span more than TRADE_MOVES over the budgets drawn
+    trade_flat: bool  # ... they do not, and even the smallest budget reads the prompt at once
     pick_top: bool  # the pick is the largest budget tried
     pick_trade: bool  # below it, and a smaller budget delays the prompt's first token
     pick_no_gain: bool  # below it, and a smaller one does not (the prompt fits either way)
