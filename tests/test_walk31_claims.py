@@ -131,3 +131,24 @@ def test_choosing_the_budget_says_slide_only_where_the_curves_move():
     assert opening.trade_moves and "Slide the budget down" in _says(
         "choosing_budget", opening, "trade-slide"
     )
+
+
+def test_the_budget_chart_labels_point_away_from_each_other():
+    """'your budget: 4,096' ran right across the vLLM default's line at 8,192: the two labels
+    now point away from each other (the one left of the other line labels on its left)."""
+    from lessons.choosing_budget import figures
+
+    def sides(r) -> dict[str, str]:
+        data = figures.trade(r)["data"]
+        return {
+            t["text"][1].split(":")[0].strip(): t["textposition"]
+            for t in data
+            if t.get("mode") == "lines+text"
+        }
+
+    r = _build("choosing_budget", gpu="H100-SXM")  # 4,096 against the default 8,192
+    assert r.budget < r.default_budget
+    assert sides(r) == {"your budget": "bottom left", "vLLM default": "bottom right"}
+    above = _build("choosing_budget", gpu="L4", budget=12288)  # the default 2,048 is left
+    assert above.default_budget < above.budget
+    assert sides(above) == {"your budget": "bottom right", "vLLM default": "bottom left"}

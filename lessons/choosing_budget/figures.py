@@ -13,6 +13,7 @@ from lessons.theme import color
 
 POW2_TICKS = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 MAX_LANE_STEPS = 160  # steps drawn per animation frame (the window is cut there)
+NEAR_RIGHT = 16_384  # a budget line this far right has its label on its left (the edge is 32,768)
 
 
 def _range(values: np.ndarray, pad: float = 1.6) -> list[float]:
@@ -108,14 +109,17 @@ def trade(r: Readout) -> dict:
             "hovertemplate": "budget %{x:,}: %{y:.3g}<extra>largest within the target</extra>",
         }
         data += [star, {**star, "y": [r.pick_ttft_s], "yaxis": "y2", "showlegend": False}]
-    # Labels near the right edge go left of their line, and the default's points away from the
-    # learner's budget and sits lower, so the two stay apart however close the budgets are.
+    # Labels near the right edge go left of their line. The two labels point away from each
+    # other (the default's also sits lower), so neither line crosses the other's label however
+    # close the budgets are.
+    default_right = not r.is_default and r.budget < r.default_budget
     if r.simulated:
         label = f" your budget: {r.budget:,} "
-        data += _vline(r.budget, label, "primary", "solid", ranges, left=r.budget > 8_192)
+        left = r.budget >= NEAR_RIGHT or default_right
+        data += _vline(r.budget, label, "primary", "solid", ranges, left=left)
     if not r.is_default:
-        label = f" vLLM default on {r.gpu}: {r.default_budget:,} "
-        left = r.default_budget >= 4_096 or r.default_budget < r.budget
+        label = f" vLLM default: {r.default_budget:,} "
+        left = r.default_budget >= NEAR_RIGHT or not default_right
         data += _vline(r.default_budget, label, "neutral", "dot", ranges, left=left, height=0.75)
     layout = {
         "title": {
