@@ -152,3 +152,17 @@ def test_the_budget_chart_labels_point_away_from_each_other():
     above = _build("choosing_budget", gpu="L4", budget=12288)  # the default 2,048 is left
     assert above.default_budget < above.budget
     assert sides(above) == {"your budget": "bottom right", "vLLM default": "bottom left"}
+
+
+def test_memory_at_the_top_rate_does_not_say_from_it_up():
+    top = _build("memory", rate=32)
+    assert top.rate_changes_nothing and top.rate_same_at_top and not top.rate_same_below_top
+    said = _says("memory", top, "rate-same")
+    assert "a faster stream would change nothing" in said and "from 32" not in said
+
+
+def test_priority_victims_are_said_as_the_rule_gives_them():
+    r = _build("policies", gpu="A10G", interactive_pct=90, heavy_pct=34)
+    said = _says("policies", r, "preempted")
+    assert "only when no batch request is left running" in said
+    assert f"interactive **{r.prio_int_preempted}**, batch **{r.prio_batch_preempted}**" in said

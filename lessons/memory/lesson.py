@@ -375,6 +375,7 @@ def build(p: Params) -> Readout:
     # request of max_model_len must fit the usable blocks (the null block kept back), for a pool
     # sized from memory and for one set with --num-gpu-blocks-override alike
     len_blocks = int(cdiv(p.max_model_len, BLOCK_SIZE))
+    same_rate = arrivals_queue_behind(run)
     pool_set = catalog if memory else wanted  # the pool vLLM is asked to start with
     return Readout(
         **selection(p, dtype=p.dtype),
@@ -411,7 +412,9 @@ def build(p: Params) -> Readout:
         any_refused=left_out > 0,
         policy=p.policy.upper(),
         rate=p.rate,
-        rate_changes_nothing=arrivals_queue_behind(run),
+        rate_changes_nothing=same_rate,
+        rate_same_below_top=same_rate and p.rate < RATES[-1],
+        rate_same_at_top=same_rate and p.rate == RATES[-1],
         prefix_caching=p.prefix_caching,
         async_scheduling=p.async_scheduling,
         watermark=p.watermark,

@@ -49,6 +49,8 @@ class Readout(UsedLimits, Selection):
     rate: float  # interactive arrivals per second
     rate_changes_nothing: bool  # every interactive request queued behind another (FCFS): a
     # faster stream leaves the decisions as they are (lesson.arrivals_queue_behind)
+    rate_same_below_top: bool  # ... at a rate below the slider's top
+    rate_same_at_top: bool  # ... at its top: no faster rate to try
     prefix_caching: bool
     async_scheduling: bool
     watermark: float
