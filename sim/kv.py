@@ -29,6 +29,18 @@ def cdiv(a: ArrayLike, b: ArrayLike) -> Any:
     return -(-a // b)
 
 
+def request_blocks(num_tokens: int, block_size: int) -> int:
+    """The KV blocks one request of `num_tokens` tokens holds."""
+    return int(cdiv(num_tokens, block_size))
+
+
+def refuses_to_start(num_gpu_blocks: int, max_model_len: int, block_size: int) -> bool:
+    """vLLM 0.33's start-up check (v1/core/kv_cache_planning.py `get_kv_cache_configs`): one
+    request of `max_model_len` tokens must fit the usable blocks, the null block kept back. It
+    holds for a pool sized from GPU memory and for one set with --num-gpu-blocks-override."""
+    return num_gpu_blocks - 1 < request_blocks(max_model_len, block_size)
+
+
 # The key of a finished request's own block while it waits in the free queue: hashed (it goes
 # to the queue's back) but in no hash map entry, as no request will ask for it again.
 _GONE = ("gone", -1, -1)

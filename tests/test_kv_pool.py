@@ -138,3 +138,13 @@ def test_lazy_own_hashing_decides_as_eager_hashing(seed):
         limit = pools[0].num_free
         assert pools[0].harmless_allocations(w, limit) == pools[1].harmless_allocations(w, limit)
     assert preempted_some
+
+
+def test_vllm_refuses_to_start_when_one_max_model_len_request_overfills_the_usable_blocks():
+    """vLLM 0.33 keeps the null block back before it checks that one request of max_model_len
+    fits (v1/core/kv_cache_planning.py): 8,192 tokens are 512 blocks of 16."""
+    from sim.kv import refuses_to_start, request_blocks
+
+    assert request_blocks(8192, 16) == 512 and request_blocks(8193, 16) == 513
+    assert refuses_to_start(512, 8192, 16)  # 511 usable
+    assert not refuses_to_start(513, 8192, 16)

@@ -29,7 +29,7 @@ from lessons.memory.readout import Comparison, Readout, Refusal, StepReadout
 from lessons.memory.trace import frames_of, victims_of
 from sim.config import SchedulerConfig
 from sim.cost import Deployment
-from sim.kv import cdiv
+from sim.kv import cdiv, refuses_to_start, request_blocks
 from sim.models import kv_pool
 from sim.run import Run
 from sim.timed import timer_for
@@ -371,10 +371,6 @@ def build(p: Params) -> Readout:
     left_out = refused(p)
     memory = p.pool_from == "memory"
     raised = wanted < floor and (fits or not memory)  # no pool at all is the no-fit note's
-    # vLLM 0.33's start-up check (v1/core/kv_cache_planning.py `get_kv_cache_configs`): one
-    # request of max_model_len must fit the usable blocks (the null block kept back), for a pool
-    # sized from memory and for one set with --num-gpu-blocks-override alike
-    len_blocks = int(cdiv(p.max_model_len, BLOCK_SIZE))
     same_rate = arrivals_queue_behind(run)
     pool_set = catalog if memory else wanted  # the pool vLLM is asked to start with
     return Readout(
@@ -387,8 +383,8 @@ def build(p: Params) -> Readout:
         weights_fit=fits,
         pool_raised=raised,
         catalog_usable=max(catalog - 1, 0),
-        len_refused=bool(fits and len_blocks > pool_set - 1),
-        len_blocks=len_blocks,
+        len_refused=fits and refuses_to_start(pool_set, p.max_model_len, BLOCK_SIZE),
+        len_blocks=request_blocks(p.max_model_len, BLOCK_SIZE),
         len_pool_usable=max(pool_set - 1, 0),
         len_pool_tokens=max(pool_set - 1, 0) * BLOCK_SIZE,
         no_fit_memory=memory and not fits,

@@ -31,7 +31,7 @@ from lessons.step_loop.replay import replay_of
 from sim.config import SchedulerConfig
 from sim.cost import OVERHEAD_MS, Deployment
 from sim.hardware import get_gpu
-from sim.kv import cdiv
+from sim.kv import cdiv, refuses_to_start, request_blocks
 from sim.metrics import summarize
 from sim.models import GIB, kv_pool
 from sim.run import Run
@@ -217,9 +217,8 @@ def build(p: Params) -> Readout:
     pre_steps = [k + 1 for k, names in enumerate(rep.preempted) if names]
     first_pre = pre_steps[0] if pre_steps else 0
     long_q = int(np.argmax([pr for pr, _, _ in REQUESTS]))
-    # vLLM 0.33's start-up check: one max_model_len request in the usable blocks (null kept back)
-    len_blocks = int(cdiv(MAX_MODEL_LEN, BLOCK_SIZE))
     real_usable = pool.num_gpu_blocks - 1
+    refused = refuses_to_start(pool.num_gpu_blocks, MAX_MODEL_LEN, BLOCK_SIZE)
     long_start = int(run.first_scheduled_step[long_q])
     long_arrival = REQUESTS[long_q][2]
     held = run.total_preemptions == 0 and long_start > long_arrival + HELD_STEPS
@@ -236,10 +235,10 @@ def build(p: Params) -> Readout:
         real_pool=pool.num_gpu_blocks,
         real_tokens=real_usable * BLOCK_SIZE,
         max_model_len=MAX_MODEL_LEN,
-        len_blocks=len_blocks,
+        len_blocks=request_blocks(MAX_MODEL_LEN, BLOCK_SIZE),
         pool_tiny=pool.fits and pool.num_gpu_blocks > p.blocks,
-        pool_real_smaller=pool.fits and len_blocks <= real_usable < p.blocks,
-        pool_real_refused=pool.fits and real_usable < len_blocks,
+        pool_real_smaller=pool.fits and not refused and real_usable < p.blocks,
+        pool_real_refused=pool.fits and refused,
         fits=pool.fits,
         weight_gb=pool.weights_gib * GIB / 1e9,
         memory_gib=gpu.memory_gib,
