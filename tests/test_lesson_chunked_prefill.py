@@ -99,7 +99,9 @@ def test_the_readout_holds_the_seed_numbers(seed):
     assert r.ttft_longer and not r.ttft_shorter and not r.one_chunk
     assert not (r.memory_short or r.users_clamped or r.prompt_clamped or r.seqs_clamped)
     assert r.preemptions == 0
-    assert r.chunk_steps_phrase == "4 steps"
+    assert r.chunk_steps == 4
+    said = " ".join(story.text(lesson("chunked_prefill").text_path, "reading-chunked", r).split())
+    assert "and 4 steps in all" in said
 
 
 def test_the_numbers_are_the_runs_own(seed):

@@ -14,6 +14,7 @@ import random
 import streamlit as st
 
 from lessons.course import SITE_TEXT, Lesson
+from lessons.kit.words import join
 from lessons.quiz.exercise import ANSWER_DECIMALS, ExerciseSpec
 from lessons.quiz.progress import (
     XP_RULES,
@@ -134,17 +135,10 @@ def render_quiz(lesson: Lesson, asked_above: bool = False) -> None:
         above = [number for number, q in questions if q.computed]
         if above:
             name = "quiz-asked-above-one" if len(above) == 1 else "quiz-asked-above"
-            st.caption(section(SITE_TEXT, name, {"numbers": _numbers(above)}))
+            st.caption(section(SITE_TEXT, name, {"numbers": join([str(n) for n in above])}))
         questions = [(number, q) for number, q in questions if not q.computed]
     for number, q in questions:
         render_question(lesson, q, number)
-
-
-def _numbers(numbers: list[int]) -> str:
-    """[1] -> "1"; [1, 2] -> "1 and 2"; [1, 2, 3] -> "1, 2 and 3"."""
-    if len(numbers) == 1:
-        return str(numbers[0])
-    return f"{', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
 
 
 def _check_exercise(lesson: Lesson, spec: ExerciseSpec, seed: int, value_key: str) -> None:

@@ -264,7 +264,6 @@ def build(p: Params) -> Readout:
         chunked_no_weights=not chunked.fits and chunked.pool_tokens == 0,
         chunk=chunk,
         chunk_steps=chunk_steps,
-        chunk_steps_phrase=f"{chunk_steps} step" + ("" if chunk_steps == 1 else "s"),
         one_chunk=chunk_steps == 1,
         chunk_step_tokens=c.step_tokens_max,
         chunk_step_ms_min=c.step_ms_min,

@@ -59,7 +59,6 @@ class Readout(UsedLimits, Selection):
     # the prompt's steps
     chunk: int  # the first chunk (what the budget leaves beside the decodes)
     chunk_steps: int
-    chunk_steps_phrase: str  # "4 steps" / "1 step"
     one_chunk: bool
     chunk_step_tokens: int
     chunk_step_ms_min: float
