@@ -137,6 +137,8 @@ class WindowMixin(PlanMixin):
         if self.cfg.admission_control and K and not checked:
             # the window takes the arrivals the limits admit whatever happens first; the next
             # one is checked against the state it sees (scheduler._admission) after the window
+            if self.arrival_sorted[ptr] <= self.now_s:
+                return 0  # it came during the last step: the window would end before step 1
             K = self._surely_admitted(ptr, K)
             avg_ms = getattr(self, "avg_step_ms", 0.0)
             if K == 0 and avg_ms > 0:  # plan up to it: about twice the steps the mean gives
