@@ -195,24 +195,46 @@ def test_the_fixes_table_counts_blocks_as_the_lesson_does(default):
     assert usable == f"{rows[0][column]:,}"
 
 
-def test_the_wide_fixes_table_shows_every_column_and_the_narrow_ones_stay_grids():
-    """At 1280 px the data grid scrolled the fixes table's last columns (ITL, throughput) out
-    of view: a table wider than GRID_COLUMNS is drawn plain, its headers wrapping; the block
-    tables and the victims stay scrolling grids (they can be long)."""
+def test_a_table_wider_than_the_page_shows_every_column_and_a_narrow_one_stays_a_grid():
+    """At 1280 px the data grid clipped the fixes table's last columns (ITL, throughput) and the
+    victims table's last one (time until rebuilt): a table the grid would draw wider than the
+    page is drawn plain, its cells wrapping; the opening step's block tables (runs of
+    neighbours, written first–last) stay a scrolling grid."""
+    from lessons.kit.tables import GRID_WIDTH_PX, grid_px, readable
     from lessons.memory import tables
-    from ui.lesson_page import GRID_COLUMNS
 
     at = run_page(PAGE)
     past_predictions(at)
     at.run(timeout=180)
     assert not at.exception
-    rows = tables.fixes(comparison(Params()))
-    assert len(rows[0]) > GRID_COLUMNS
-    (plain,) = at.table
-    assert list(plain.value.columns) == list(rows[0])
-    assert len(plain.value) == len(rows)
-    assert len(at.dataframe) == 2
-    assert all(frame.value.shape[1] <= GRID_COLUMNS for frame in at.dataframe)
+    r, c = build(Params()), comparison(Params())
+    wide = {"fixes": tables.fixes(c), "victims": tables.victims(r)}
+    for name, rows in wide.items():
+        assert grid_px(readable(rows)) > GRID_WIDTH_PX, name
+    plain = {tuple(t.value.columns): len(t.value) for t in at.table}
+    assert plain == {tuple(rows[0]): len(rows) for rows in wide.values()}
+    first = tables.block_tables(at_step(r, 1))
+    assert grid_px(readable(first)) <= GRID_WIDTH_PX
+    (grid,) = at.dataframe
+    assert list(grid.value.columns) == list(first[0]) and len(grid.value) == len(first)
+
+
+def test_a_block_table_writes_its_runs_of_neighbours_first_to_last():
+    from lessons.kit.words import id_runs
+
+    assert id_runs([1, 2, 3, 4, 9, 7, 8]) == "1–4, 9, 7, 8"
+    assert id_runs([5, 4, 3]) == "5, 4, 3"  # descending ids are not a run
+    assert id_runs([]) == "" and id_runs([6]) == "6"
+    r = build(Params())
+    for k in (1, r.num_steps // 3):
+        held = r.frames.table(k - 1)  # (request, its block ids in token order)
+        assert len(held) == len(at_step(r, k).tables) > 0
+        for (_, _, n, ids), (_, want) in zip(at_step(r, k).tables, held, strict=True):
+            blocks = []
+            for part in ids.split(", "):
+                lo, _, hi = part.partition("–")
+                blocks += range(int(lo), int(hi or lo) + 1)
+            assert blocks == want.tolist() and n == len(blocks)
 
 
 def test_a_panel_of_preemptions_is_drawn_only_where_something_is_preempted():

@@ -206,7 +206,12 @@ def test_a_gpu_that_never_queues_says_so_instead_of_claiming_overload():
     assert np.all(r.peak_waiting == 0) and r.peak_running < r.requests
     at = run_page(PAGE, query={"gpu": "H100-SXM"}, timeout=120)
     assert not at.exception
-    assert any("No request ever waits" in w.value for w in at.warning)
+    warned = " ".join(" ".join(w.value.split()) for w in at.warning)
+    assert "No request ever waits" in warned
+    # above capacity with nothing waiting: the box says why (a stream too short to fill it)
+    assert r.load_pct > 100 and r.short_of_full and r.peak_running < r.capacity_running
+    assert f"it was full with {r.capacity_running} requests running at once" in warned
+    assert f"arrive within {r.arrival_span_s:.1f} s" in warned
     shown = "\n".join(m.value for m in at.markdown)
     assert "No policy fixes overload" not in shown and "Below capacity" not in shown
     # the empty queue is said, not drawn as an empty line: four charts, no animation
@@ -215,6 +220,9 @@ def test_a_gpu_that_never_queues_says_so_instead_of_claiming_overload():
     assert len(charts(at)) == 4 and not [c for c in charts(at) if c.get("frames")]
     on_l4 = build(Params())
     assert on_l4.overloaded and not on_l4.never_queues and on_l4.peak_hi > 0
+    assert not on_l4.short_of_full and not _says(on_l4, "no-queue-above")
+    below = build(Params(gpu="H100-SXM", load_pct=90))  # nothing to explain at or below 100%
+    assert below.never_queues and not below.short_of_full
     assert not on_l4.queue_empty
 
 
@@ -240,12 +248,15 @@ def test_the_text_explains_why_sjf_serves_the_interactive_class_best(default):
 
 
 def test_fcfs_tenants_are_called_alike_only_when_their_medians_are():
-    for load in (120, 200):
+    # the opening's 7.9 s against 9.2 s (17% apart) was called "every tenant waits alike"
+    for load in (70, 120, 200):
         r = build(Params(load_pct=load))
         a, b = r.fcfs_heavy_p50_s, r.fcfs_light_p50_s
         said = _says(r, "fcfs-tenants")
-        assert ("waits alike" in said) == (abs(a - b) <= 0.25 * min(a, b)), load
-    assert "waits alike" not in _says(build(Params(load_pct=200)), "fcfs-tenants")
+        alike = abs(a - b) <= max(0.05, 0.1 * min(a, b))
+        assert ("waits about as long" in said) == alike, load
+        assert ("a gap that comes only from" in said) == (not alike), load
+    assert "about as long" not in _says(build(Params()), "fcfs-tenants")
 
 
 def test_below_capacity_the_hit_rate_reason_is_the_short_queue_and_ranges_read_as_one():

@@ -242,8 +242,14 @@ def test_a_bad_link_value_is_reported_and_the_default_used():
 
 def test_the_diagnosis_questions_describe_the_opening_dashboards():
     """diagnose_1, diagnose_3 and diagnose_4 describe Dashboards 1, 3 and 4 as the lesson opens
-    them."""
-    key = _key(Params().gpu)
+    them, and name the deployment they open on (a learner's GPU follows them from lesson to
+    lesson: on an L4, Dashboard 1 preempts too)."""
+    opening = Params()
+    named = f"as the lesson opens it, on the {opening.gpu} with {opening.model}."
+    bank = lesson("watch").bank(fill=False)
+    for qid in ("diagnose_1", "diagnose_3", "diagnose_4"):
+        assert named in bank.question(qid).prompt, qid
+    key = _key(opening.gpu)
     for preset in ("overload", "budget"):
         run = run_for(key, TARGET, preset, False)
         kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100

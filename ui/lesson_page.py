@@ -39,7 +39,7 @@ from lessons.kit.controls import (
 )
 from lessons.kit.present import brief
 from lessons.kit.shared import DTYPE
-from lessons.kit.tables import markdown_tables, readable, to_csv
+from lessons.kit.tables import GRID_WIDTH_PX, grid_px, markdown_tables, readable, to_csv
 from lessons.text import section
 from ui import autoplay, present, warm
 from ui.charts import show
@@ -57,9 +57,6 @@ def _keep_key(url_key: str) -> str:
 def _saved(url_key: str) -> None:
     """on_change of a widget: the learner's value becomes the kept one."""
     st.session_state[_keep_key(url_key)] = st.session_state[WIDGET + url_key]
-
-
-GRID_COLUMNS = 8  # a wider table is drawn plain (LessonPage.table): every column on screen
 
 
 class LessonPage:
@@ -322,11 +319,11 @@ class LessonPage:
 
     def table(self, frame: Any) -> None:
         """A table of the lesson: a scrolling data grid, or a plain table whose every column
-        shows (its headers wrap) when presenting or when it has more than GRID_COLUMNS
-        columns: the grid draws its cells at a fixed width on a canvas, and a wide one scrolled
-        its last columns out of view at 1280 px."""
+        shows (its cells and headers wrap) when presenting or when the grid would be wider than
+        the page at 1280 px: the grid draws its cells at a fixed width on a canvas, and a wide
+        one clipped its last columns (lessons/kit/tables.py `grid_px`)."""
         shown = readable(frame)  # thousands separators (lessons/kit/tables.py)
-        if present.on() or len(shown.columns) > GRID_COLUMNS:
+        if present.on() or grid_px(shown) > GRID_WIDTH_PX:
             st.table(shown, hide_index=True)
         else:
             st.dataframe(shown, hide_index=True, width="stretch")
@@ -374,9 +371,9 @@ class LessonPage:
             return None
         return kept[1]
 
-    def warn(self, readout: Any, name: str, icon: str = ":material/warning:") -> None:
-        """A warning box with section `name`, if its condition on the Readout holds."""
-        body = self.text(name, readout)
+    def warn(self, readout: Any, *names: str, icon: str = ":material/warning:") -> None:
+        """One warning box with the named sections whose condition on the Readout holds."""
+        body = "\n\n".join(filter(None, (self.text(name, readout) for name in names)))
         if body:
             st.warning(body, icon=icon)
 

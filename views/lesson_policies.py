@@ -25,7 +25,7 @@ def lab() -> None:
     with st.spinner(page.text("running")):
         r = readout(p)
     page.warn(r, "no-fit", icon=":material/memory:")
-    page.warn(r, "no-queue", icon=":material/hourglass_empty:")
+    page.warn(r, "no-queue", "no-queue-above", icon=":material/hourglass_empty:")
     page.warn(r, "teaching", icon=":material/school:")
     page.say(r, "workload")
     if predicting(page, p):  # the charts answer the prediction

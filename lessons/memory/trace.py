@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lessons.kit.words import join
+from lessons.kit.words import id_runs, join
 from lessons.memory.readout import StepReadout
 from sim.blocks import BlockTrace
 from sim.run import Run
@@ -198,7 +198,7 @@ class Frames:
         names = self.names
         comp = self.trace.num_computed_tokens[k]
         rows = tuple(
-            (names[r], int(comp[r]), int(ids.size), ", ".join(map(str, ids.tolist())))
+            (names[r], int(comp[r]), int(ids.size), id_runs(ids.tolist()))
             for r, ids in (self.table(k) if tables else ())
         )
         here = victims.step == step

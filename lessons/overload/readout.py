@@ -114,6 +114,11 @@ class Readout(Scheduled):
     limit_trims: bool  # ... below capacity: only the bunches of a random stream
     limit_gains: bool  # more goodput with the limit
     peak_overshoots: bool  # the peak-sized limit lets p99 run past twice the target
+    # the two limits against twice the target, at the chosen load (exactly one of the four is True)
+    peak_alone_overshoots: bool
+    both_overshoot: bool
+    neither_overshoots: bool
+    sized_no_better: bool  # the sized limit past twice the target and not below the other
     # signals: at the chosen load and at the healthy load HEALTHY_PCT
     healthy_pct: int
     sel_busy_pct: float

@@ -51,6 +51,7 @@ FALLBACK_BLOCKS = 1_970  # the pool when the weights do not fit (an L4's, for Ll
 QUEUE_BUILDS = 10  # waiting requests at the peak for "the queue builds" to be said
 QUEUE_SHOWN = 16  # requests drawn at the head of the waiting queue
 QUEUE_FRAMES = 120
+ALIKE = 0.1  # two medians this close (relative) are "about the same"
 LOADS = (50, 70, 90, 100, 110, 120, 150, 200)
 MIXES = (30, 50, 70, 80, 90)
 HEAVY = (34, 50, 60, 70, 80)
@@ -126,6 +127,7 @@ class Runs:
     capacity_req_per_s: float
     rate_per_s: float
     weights_fit: bool
+    capacity_running: int  # the most requests the capacity's burst ran at once
 
 
 def _base(dep: Deployment, fits: bool, caching: bool):
@@ -138,11 +140,14 @@ def _base(dep: Deployment, fits: bool, caching: bool):
 
 
 @lru_cache(maxsize=32)
-def _capacity(gpu: str, model: str, tp: int, dtype: str, mix: int, caching: bool) -> float:
+def _capacity(
+    gpu: str, model: str, tp: int, dtype: str, mix: int, caching: bool
+) -> tuple[float, int]:
     """The capacity (sim.overload) of the lesson's requests under FCFS, the same for every load
     and tenant share, measured on their burst without its fill and drain. A fast GPU runs all
     N_REQUESTS at once, so their burst never keeps it busy: then the burst holds CAPACITY_WAVES
-    full batches of the same recipe instead (lessons/kit/sizing)."""
+    full batches of the same recipe instead (lessons/kit/sizing). Also returns the most requests
+    that burst ran at once: how full "capacity" is."""
     dep = Deployment(gpu=gpu, model=model, tp=tp, dtype=dtype)
     fits = kv_pool(gpu, model, tp=tp, dtype=dtype).fits
     base = _base(dep, fits, caching)
@@ -152,7 +157,7 @@ def _capacity(gpu: str, model: str, tp: int, dtype: str, mix: int, caching: bool
         full = full_batch(base, poisson_at(dataclasses.replace(spec, n=PROBE), 1.0), dep)
         n = max(N_REQUESTS, CAPACITY_WAVES * full)
         run = burst_run(base, poisson_at(dataclasses.replace(spec, n=n), 1.0), dep)
-    return capacity_of(run, TRIM)
+    return capacity_of(run, TRIM), int(np.max(run.num_running))
 
 
 @lru_cache(maxsize=16)
@@ -165,14 +170,14 @@ def runs_for(
     base = _base(dep, fits, caching)
     spec = recipe(mix)
     who = tenants(heavy)
-    capacity = _capacity(gpu, model, tp, dtype, mix, caching)
+    capacity, full = _capacity(gpu, model, tp, dtype, mix, caching)
     rate = capacity * load / 100
     wl = dataclasses.replace(poisson_at(spec, rate), tenant=who)
     runs = {
         key: run_timed(dataclasses.replace(base, policy=key), wl, dep, record_detail=True)
         for key in POLICIES
     }
-    return Runs(runs, capacity, rate, fits)
+    return Runs(runs, capacity, rate, fits, full)
 
 
 def _stats(run: Run) -> dict:
@@ -268,6 +273,9 @@ def build(p: Params) -> Readout:
         below_capacity=p.load_pct <= 100 and not no_choice,
         never_queues=never_queues,
         one_waits=no_choice and not never_queues,
+        short_of_full=p.load_pct > 100 and no_choice,
+        capacity_running=made.capacity_running,
+        arrival_span_s=float(np.ptp(run.arrival_s)),
         peak_running=int(np.max(made.runs[POLICIES[0]].num_running)),
         capacity_req_per_s=made.capacity_req_per_s,
         rate_per_s=made.rate_per_s,
@@ -324,7 +332,7 @@ def build(p: Params) -> Readout:
         fcfs_light_p50_s=fcfs["light_p50"],
         fcfs_tenants_alike=bool(
             abs(fcfs["heavy_p50"] - fcfs["light_p50"])
-            <= max(0.05, 0.25 * min(fcfs["heavy_p50"], fcfs["light_p50"]))
+            <= max(0.05, ALIKE * min(fcfs["heavy_p50"], fcfs["light_p50"]))
         ),
         fair_holds=bool(  # "tenant A sends more than its share": it is the heaviest tenant
             fair["heavy_p50"] > 1.5 * fair["light_p50"] and a_heaviest

@@ -45,6 +45,9 @@ class Readout(Scheduled):
     below_capacity: bool  # at or below 100% and a queue forms
     never_queues: bool  # no request waits under any policy: the engine holds them all at once
     one_waits: bool  # at most one waits at a time under every policy: no order to choose
+    short_of_full: bool  # above 100%, yet the stream ends before the engine is full
+    capacity_running: int  # the most requests running at once in the capacity's burst
+    arrival_span_s: float  # first arrival to last
     peak_running: int  # the most requests running at once (the first policy's run)
     capacity_req_per_s: float
     rate_per_s: float
