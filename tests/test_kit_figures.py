@@ -135,3 +135,26 @@ def test_a_time_slider_counts_up_in_round_even_steps(end_s, from_zero):
     labels = [anim.time_label(t) for t in grid]
     assert len(set(labels)) == len(labels)
     assert [float(s.removesuffix(" s")) for s in labels] == pytest.approx(grid.tolist())
+
+
+@pytest.mark.parametrize(("num_steps", "max_frames"), [(456, 190), (1000, 200), (5000, 120)])
+def test_a_long_run_is_drawn_at_steps_a_round_number_apart(num_steps, max_frames):
+    """The memory animation's slider read step 1, 4, 6, 9, 11, 14: an even sample of a long
+    run, rounded. The steps between the first and the last are now multiples of a whole round
+    spacing (NICE_STEPS times a power of ten), and most of the frames allowed are used."""
+    picked = anim.sample_steps(num_steps, max_frames) + 1  # as the slider labels them
+    assert picked[0] == 1 and picked[-1] == num_steps
+    assert max_frames * 0.6 < picked.shape[0] <= max_frames
+    inner = picked[1:-1]
+    gap = int(inner[0])
+    assert np.all(np.diff(inner) == gap) and gap >= 2
+    mantissa = gap / 10 ** np.floor(np.log10(gap))
+    assert any(np.isclose(mantissa, f) for f in anim.NICE_STEPS)
+    assert num_steps - inner[-1] <= gap
+
+
+def test_a_run_just_longer_than_the_animation_skips_only_a_few_steps():
+    # a round spacing of 2 would halve a 205-step loop's frames: an even sample keeps 200
+    picked = anim.sample_steps(205, 200)
+    assert picked.shape[0] == 200 and picked[0] == 0 and picked[-1] == 204
+    assert set(np.diff(picked).tolist()) == {1, 2}

@@ -21,13 +21,32 @@ SPEEDS_MS = {"0.5x": 600, "1x": 300, "2x": 150, "4x": 75}
 
 
 def sample_steps(num_steps: int, max_frames: int = MAX_FRAMES) -> np.ndarray:
-    """Indices of the steps to draw: all of them, or an even sample that keeps first and last."""
+    """Indices of the steps to draw: all of them; nearly all (an even sample, when fewer than
+    every other step would be left out); else steps a round number apart, with the first and
+    the last (step 1, 5, 10, 15 … rather than 1, 4, 6, 9, 11 …)."""
     if num_steps <= max_frames:
         return np.arange(num_steps)
-    return np.unique(np.linspace(0, num_steps - 1, max_frames).round().astype(int))
+    raw = (num_steps - 1) / max(max_frames - 2, 1)
+    if raw < 2:  # a round spacing (2) would halve the frames: skip a few steps evenly instead
+        return np.unique(np.linspace(0, num_steps - 1, max_frames).round().astype(int))
+    spacing = round_spacing(raw, whole=True)
+    inner = np.arange(spacing, num_steps, spacing, dtype=np.int64) - 1  # steps spacing, 2 spacing …
+    return np.unique(np.concatenate(([0], inner, [num_steps - 1])))
 
 
 NICE_STEPS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)  # times 10^k: a time slider's spacings
+
+
+def round_spacing(raw: float, whole: bool = False) -> float:
+    """The smallest of NICE_STEPS times a power of ten that is at least `raw`; `whole`: a whole
+    number of at least 1 (step counts: 1.5 and 2.5 are left out below 10)."""
+    power = 10.0 ** np.floor(np.log10(raw)) if raw > 0 else 1.0
+    for scale in (power, 10 * power):
+        for f in NICE_STEPS:
+            value = f * scale
+            if value >= raw * (1 - 1e-9) and (not whole or (value >= 1 and value.is_integer())):
+                return int(value) if whole else value
+    return 10 * power
 
 
 def time_grid(end_s: float, max_points: int, *, from_zero: bool = False) -> np.ndarray:
@@ -39,9 +58,7 @@ def time_grid(end_s: float, max_points: int, *, from_zero: bool = False) -> np.n
     if end_s <= 0:
         return np.zeros(1)
     intervals = max_points - 1 if from_zero else max_points
-    raw = end_s / max(intervals, 1)
-    power = 10.0 ** np.floor(np.log10(raw))
-    step = next((f * power for f in NICE_STEPS if f * power >= raw * (1 - 1e-9)), 10 * power)
+    step = round_spacing(end_s / max(intervals, 1))
     count = int(np.ceil(end_s / step - 1e-9))
     first = 0 if from_zero else 1
     return np.round(np.arange(first, count + 1) * step, 6)

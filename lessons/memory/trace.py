@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lessons.kit.anim import sample_steps
 from lessons.kit.words import id_runs, join
 from lessons.memory.readout import StepReadout
 from sim.blocks import BlockTrace
@@ -134,14 +135,15 @@ def _essential(run: Run) -> np.ndarray:
 
 
 def pick_steps(run: Run, max_frames: int) -> np.ndarray:
-    """0-based steps to draw: all, or the essential ones plus an even sample, first and last."""
+    """0-based steps to draw: all, or the essential ones plus steps a round number apart (the
+    kit's sample_steps, with the first and the last)."""
     n = run.num_steps
     if n <= max_frames:
         return np.arange(n)
     must = _essential(run)
     if must.size > max_frames - 2:  # too many events: keep an even share of them
         must = must[np.linspace(0, must.size - 1, max_frames - 2).round().astype(int)]
-    even = np.linspace(0, n - 1, max_frames - must.size).round().astype(np.int64)
+    even = sample_steps(n, max_frames - must.size)  # a round number of steps apart
     return np.union1d(must, even)  # at most must.size + even.size = max_frames steps
 
 
