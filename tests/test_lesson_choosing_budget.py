@@ -565,3 +565,28 @@ def test_exercise_answers_match_the_reference_scheduler(seed):
     assert f"**{expected['steps']} steps**" in drawn["ttft"].solution
     assert not drawn["ttft"].is_correct(expected["ttft_ms"] * 1.1)
     assert f"{s.budget:,}" in drawn["ttft"].prompt and f"{s.prompt:,}" in drawn["ttft"].prompt
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"gpu": "L4"}, {"budget": 16384}, {"budget": 32768}, {"decodes": 8}, {"budget": 512}],
+)
+def test_a_budget_lines_label_keeps_off_the_curve(changes):
+    """'vLLM default: 8,192' sat right on the curve of the longest step. Each label's text (a
+    band LABEL_BAND of the panel tall, below its top) now clears the curve where it runs: from
+    its line to twice (or half) the budget, sampled; and the two labels do not overlap."""
+    r = build(replace(Params(), **changes))
+    fig = figures.trade(r)
+    lo, hi = fig["layout"]["yaxis"]["range"]
+    band = figures.LABEL_BAND * (hi - lo)
+    notes = fig["layout"]["annotations"]
+    assert len(notes) == (1 if r.is_default else 2)
+    for note in notes:
+        x = 10 ** note["x"]
+        xs = np.geomspace(x, x / 2 if note["xanchor"] == "right" else x * 2, 9)
+        curve = np.log10(np.interp(xs, r.curve_budgets, r.curve_worst_ms))
+        top = note["y"]
+        assert np.all((curve > top) | (curve < top - band)), (note["text"], curve, top)
+        assert note["bgcolor"].startswith("rgba(255,255,255")  # a line it crosses runs behind
+    if len(notes) == 2 and notes[0]["xanchor"] == notes[1]["xanchor"]:
+        assert abs(notes[0]["y"] - notes[1]["y"]) >= band  # side by side: one above the other

@@ -139,19 +139,15 @@ def test_the_budget_chart_labels_point_away_from_each_other():
     from lessons.choosing_budget import figures
 
     def sides(r) -> dict[str, str]:
-        data = figures.trade(r)["data"]
-        return {
-            t["text"][1].split(":")[0].strip(): t["textposition"]
-            for t in data
-            if t.get("mode") == "lines+text"
-        }
+        notes = figures.trade(r)["layout"]["annotations"]
+        return {n["text"].split(":")[0]: n["xanchor"] for n in notes}
 
     r = _build("choosing_budget", gpu="H100-SXM")  # 4,096 against the default 8,192
     assert r.budget < r.default_budget
-    assert sides(r) == {"your budget": "bottom left", "vLLM default": "bottom right"}
+    assert sides(r) == {"your budget": "right", "vLLM default": "left"}
     above = _build("choosing_budget", gpu="L4", budget=12288)  # the default 2,048 is left
     assert above.default_budget < above.budget
-    assert sides(above) == {"your budget": "bottom right", "vLLM default": "bottom left"}
+    assert sides(above) == {"your budget": "left", "vLLM default": "right"}
 
 
 def test_memory_at_the_top_rate_does_not_say_from_it_up():

@@ -14,6 +14,12 @@ from lessons.theme import color
 POW2_TICKS = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 MAX_LANE_STEPS = 160  # steps drawn per animation frame (the window is cut there)
 NEAR_RIGHT = 16_384  # a budget line this far right has its label on its left (the edge is 32,768)
+# A budget line's label sits at the first of these heights (0 = bottom, 1 = top of the upper
+# panel) that keeps clear of the curve and the two flat lines where its text runs.
+LABEL_HEIGHTS = (1.0, 0.75, 0.5, 0.3)
+LABEL_BAND = 0.1  # the panel height a label's text takes below its point
+PLOT_PX = 700  # about the plot's width at 1280 px, to size a label's run along the x axis
+CHAR_PX = 7
 
 
 def _range(values: np.ndarray, pad: float = 1.6) -> list[float]:
@@ -21,6 +27,37 @@ def _range(values: np.ndarray, pad: float = 1.6) -> list[float]:
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v) & (v > 0)]
     return [float(np.log10(v.min() / pad)), float(np.log10(v.max() * pad))]
+
+
+def label_place(
+    r: Readout,
+    x: int,
+    label: str,
+    left: bool,
+    ranges: list[list[float]],
+    taken: tuple[float, float, float] | None = None,
+) -> tuple[float, float, float]:
+    """Where the label of budget line `x` goes: (height, and the stretch of the log x axis its
+    text covers). The height is the first of LABEL_HEIGHTS where the text clears the curve, the
+    decode and target lines, and the other label (`taken`, if any); else the one that keeps
+    farthest from them."""
+    lo_x, hi_x = np.log10(r.budget_min / 1.1), np.log10(r.budget_max * 1.1)
+    run = len(label) * CHAR_PX / PLOT_PX * (hi_x - lo_x)
+    start = float(np.log10(x) - run if left else np.log10(x))
+    across = np.linspace(start, start + run, 16)
+    curve = np.interp(across, np.log10(r.curve_budgets), np.log10(r.curve_worst_ms))
+    lo, hi = ranges[0]
+    marks = (np.append(curve, np.log10([r.decode_ms, r.target_ms])) - lo) / (hi - lo)
+
+    def clearance(h: float) -> float:  # how far the nearest mark keeps from the text's band
+        gap = float(np.min(np.maximum(marks - h, (h - LABEL_BAND) - marks)))
+        if taken is not None and start < taken[2] and taken[1] < start + run:
+            gap = min(gap, abs(h - taken[0]) - LABEL_BAND)  # the other label's text, side by side
+        return gap
+
+    clear = [h for h in LABEL_HEIGHTS if clearance(h) > 0]
+    height = clear[0] if clear else max(LABEL_HEIGHTS, key=clearance)
+    return height, start, start + run
 
 
 def _vline(
@@ -32,28 +69,39 @@ def _vline(
     *,
     left: bool,
     height: float = 1.0,
-) -> list[dict]:
-    """A vertical line at budget `x` through both panels, labelled in the upper one: to the left
-    or right of the line, at `height` (0 = bottom, 1 = top of the upper panel)."""
-    out = []
-    for yaxis, (lo, hi) in zip(("y", "y2"), ranges, strict=True):
-        at = lo + height * (hi - lo)
-        out.append(
-            {
-                "type": "scatter",
-                "mode": "lines+text" if yaxis == "y" else "lines",
-                "x": [x, x, x],
-                "y": [10**lo, 10**at, 10**hi],
-                "yaxis": yaxis,
-                "text": ["", label, ""] if yaxis == "y" else None,
-                "textposition": "bottom left" if left else "bottom right",
-                "textfont": {"color": color(role)},
-                "line": {"color": color(role), "width": 2, "dash": dash},
-                "hoverinfo": "skip",
-                "showlegend": False,
-            }
-        )
-    return out
+) -> tuple[list[dict], dict]:
+    """A vertical line at budget `x` through both panels (traces named by the label), and its
+    label in the upper panel (an annotation on a white backing, so that a line it crosses runs
+    behind it): to the left or right of the line, its top at `height` (0 = bottom, 1 = top)."""
+    lines = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": label.strip(),
+            "x": [x, x],
+            "y": [10**lo, 10**hi],
+            "yaxis": yaxis,
+            "line": {"color": color(role), "width": 2, "dash": dash},
+            "hoverinfo": "skip",
+            "showlegend": False,
+        }
+        for yaxis, (lo, hi) in zip(("y", "y2"), ranges, strict=True)
+    ]
+    lo, hi = ranges[0]
+    note = {
+        "text": label.strip(),
+        "xref": "x",
+        "yref": "y",
+        "x": float(np.log10(x)),  # annotations on a log axis are placed in log10 units
+        "y": lo + height * (hi - lo),
+        "xanchor": "right" if left else "left",
+        "yanchor": "top",
+        "xshift": -4 if left else 4,
+        "showarrow": False,
+        "font": {"color": color(role)},
+        "bgcolor": "rgba(255,255,255,0.85)",
+    }
+    return lines, note
 
 
 def trade(r: Readout) -> dict:
@@ -110,17 +158,28 @@ def trade(r: Readout) -> dict:
         }
         data += [star, {**star, "y": [r.pick_ttft_s], "yaxis": "y2", "showlegend": False}]
     # Labels near the right edge go left of their line. The two labels point away from each
-    # other (the default's also sits lower), so neither line crosses the other's label however
-    # close the budgets are.
+    # other where they can, so that neither line crosses the other's label; each sits at a
+    # height clear of the curve and of the other label (label_place), on a white backing.
     default_right = not r.is_default and r.budget < r.default_budget
+    taken, notes = None, []
     if r.simulated:
         label = f" your budget: {r.budget:,} "
         left = r.budget >= NEAR_RIGHT or default_right
-        data += _vline(r.budget, label, "primary", "solid", ranges, left=left)
+        taken = label_place(r, r.budget, label, left, ranges)
+        lines, note = _vline(
+            r.budget, label, "primary", "solid", ranges, left=left, height=taken[0]
+        )
+        data += lines
+        notes.append(note)
     if not r.is_default:
         label = f" vLLM default: {r.default_budget:,} "
         left = r.default_budget >= NEAR_RIGHT or not default_right
-        data += _vline(r.default_budget, label, "neutral", "dot", ranges, left=left, height=0.75)
+        height = label_place(r, r.default_budget, label, left, ranges, taken)[0]
+        lines, note = _vline(
+            r.default_budget, label, "neutral", "dot", ranges, left=left, height=height
+        )
+        data += lines
+        notes.append(note)
     layout = {
         "title": {
             "text": f"The budget's trade on {r.gpu}, {r.model}: "
@@ -151,6 +210,7 @@ def trade(r: Readout) -> dict:
             tickvals=log_ticks(*ranges[1]),
         ),
         "height": 640,
+        "annotations": notes,
     }
     return {"data": data, "layout": layout}
 
