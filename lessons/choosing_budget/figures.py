@@ -4,15 +4,20 @@ animation that walks through the budgets, one timed run per frame."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from lessons.choosing_budget.readout import Lane, Readout
+from lessons.kit import story
 from lessons.kit.anim import animate
 from lessons.kit.figures import axis, line, log_ticks
+from lessons.kit.story import fill
 from lessons.theme import color
 
 POW2_TICKS = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 MAX_LANE_STEPS = 160  # steps drawn per animation frame (the window is cut there)
+TEXT = Path(__file__).with_name("text.md")
 NEAR_RIGHT = 16_384  # a budget line this far right has its label on its left (the edge is 32,768)
 # A budget line's label sits at the first of these heights (0 = bottom, 1 = top of the upper
 # panel) that keeps clear of the curve and the two flat lines where its text runs.
@@ -20,6 +25,11 @@ LABEL_HEIGHTS = (1.0, 0.75, 0.5, 0.3)
 LABEL_BAND = 0.1  # the panel height a label's text takes below its point
 PLOT_PX = 700  # about the plot's width at 1280 px, to size a label's run along the x axis
 CHAR_PX = 7
+
+
+def labels() -> dict[str, str]:
+    """The charts' words, from text.md's `labels` section (`- key :: words`)."""
+    return story.labels(TEXT)
 
 
 def _range(values: np.ndarray, pad: float = 1.6) -> list[float]:
@@ -42,7 +52,7 @@ def label_place(
     decode and target lines, and the other label (`taken`, if any); else the one that keeps
     farthest from them."""
     lo_x, hi_x = np.log10(r.budget_min / 1.1), np.log10(r.budget_max * 1.1)
-    run = len(label) * CHAR_PX / PLOT_PX * (hi_x - lo_x)
+    run = (len(label) + 2) * CHAR_PX / PLOT_PX * (hi_x - lo_x)  # with the backing's margin
     start = float(np.log10(x) - run if left else np.log10(x))
     across = np.linspace(start, start + run, 16)
     curve = np.interp(across, np.log10(r.curve_budgets), np.log10(r.curve_worst_ms))
@@ -108,6 +118,7 @@ def trade(r: Readout) -> dict:
     """Top: the longest step while the prompt is chunked in; bottom: the prompt's first token."""
     xs = r.curve_budgets.astype(np.float64).tolist()
     ends = [xs[0], xs[-1]]
+    words = labels()
     ranges = [
         _range(np.append(r.curve_worst_ms, [r.decode_ms, r.target_ms])),
         _range(r.curve_ttft_s),
@@ -116,14 +127,14 @@ def trade(r: Readout) -> dict:
         line(
             xs,
             r.curve_worst_ms.tolist(),
-            "longest step while the prompt comes in",
+            words["worst"],
             "prefill",
-            hovertemplate="budget %{x:,}: %{y:.1f} ms<extra>longest step</extra>",
+            hovertemplate=words["worst-hover"],
         ),
         line(
             ends,
             [r.decode_ms] * 2,
-            f"a step of decodes only: {r.decode_ms:.1f} ms",
+            fill(words["decode-only"], {"ms": r.decode_ms}),
             "decode",
             dash="dot",
             hoverinfo="skip",
@@ -131,7 +142,7 @@ def trade(r: Readout) -> dict:
         line(
             ends,
             [r.target_ms] * 2,
-            f"ITL target: {r.target_ms} ms",
+            fill(words["target"], {"ms": r.target_ms}),
             "neutral",
             dash="dash",
             hoverinfo="skip",
@@ -139,22 +150,22 @@ def trade(r: Readout) -> dict:
         line(
             xs,
             r.curve_ttft_s.tolist(),
-            "time to the long prompt's first token",
+            words["ttft"],
             "kv",
             yaxis="y2",
             customdata=r.curve_steps.tolist(),
-            hovertemplate="budget %{x:,}: %{y:.2f} s in %{customdata} steps<extra>TTFT</extra>",
+            hovertemplate=words["ttft-hover"],
         ),
     ]
     if r.has_pick:
         star = {
             "type": "scatter",
             "mode": "markers",
-            "name": f"largest budget within the target: {r.pick:,}",
+            "name": fill(words["pick"], {"budget": r.pick}),
             "x": [r.pick],
             "y": [r.pick_worst_ms],
             "marker": {"size": 14, "color": color("highlight"), "symbol": "star"},
-            "hovertemplate": "budget %{x:,}: %{y:.3g}<extra>largest within the target</extra>",
+            "hovertemplate": words["pick-hover"],
         }
         data += [star, {**star, "y": [r.pick_ttft_s], "yaxis": "y2", "showlegend": False}]
     # Labels near the right edge go left of their line. The two labels point away from each
@@ -163,7 +174,7 @@ def trade(r: Readout) -> dict:
     default_right = not r.is_default and r.budget < r.default_budget
     taken, notes = None, []
     if r.simulated:
-        label = f" your budget: {r.budget:,} "
+        label = fill(words["yours"], {"budget": r.budget})
         left = r.budget >= NEAR_RIGHT or default_right
         taken = label_place(r, r.budget, label, left, ranges)
         lines, note = _vline(
@@ -172,7 +183,7 @@ def trade(r: Readout) -> dict:
         data += lines
         notes.append(note)
     if not r.is_default:
-        label = f" vLLM default: {r.default_budget:,} "
+        label = fill(words["default"], {"budget": r.default_budget})
         left = r.default_budget >= NEAR_RIGHT or not default_right
         height = label_place(r, r.default_budget, label, left, ranges, taken)[0]
         lines, note = _vline(
@@ -181,12 +192,9 @@ def trade(r: Readout) -> dict:
         data += lines
         notes.append(note)
     layout = {
-        "title": {
-            "text": f"The budget's trade on {r.gpu}, {r.model}: "
-            f"{r.decodes:,} user{'' if r.decodes == 1 else 's'} streaming"
-        },
+        "title": {"text": fill(words["trade-title"], vars(r))},
         "xaxis": axis(
-            "token budget, max_num_batched_tokens (tokens, log scale)",
+            words["budget-axis"],
             type="log",
             anchor="y2",
             tickvals=POW2_TICKS,
@@ -194,7 +202,7 @@ def trade(r: Readout) -> dict:
             range=[float(np.log10(r.budget_min / 1.1)), float(np.log10(r.budget_max * 1.1))],
         ),
         "yaxis": axis(
-            "step time (ms, log)",
+            words["step-axis"],
             type="log",
             domain=[0.56, 1.0],
             anchor="x",
@@ -202,7 +210,7 @@ def trade(r: Readout) -> dict:
             tickvals=log_ticks(*ranges[0]),
         ),
         "yaxis2": axis(
-            "first token after (s, log)",
+            words["ttft-axis"],
             type="log",
             domain=[0.0, 0.44],
             anchor="x",
@@ -217,6 +225,7 @@ def trade(r: Readout) -> dict:
 
 def _lane_traces(lane: Lane, window_ms: float, decodes: int) -> list[dict]:
     """One budget's first `window_ms` after the prompt arrives: its steps and the token ticks."""
+    words = labels()
     keep = lane.start_ms < window_ms
     keep[MAX_LANE_STEPS:] = False
     n = int(min(lane.steps, keep.sum()))
@@ -233,7 +242,7 @@ def _lane_traces(lane: Lane, window_ms: float, decodes: int) -> list[dict]:
             "type": "scatter",
             "mode": "lines",
             "fill": "toself",
-            "name": "prefill step (decodes + a prompt chunk)",
+            "name": words["prefill"],
             "x": xs.tolist(),
             "y": ys.tolist(),
             "fillcolor": color("prefill"),
@@ -243,9 +252,9 @@ def _lane_traces(lane: Lane, window_ms: float, decodes: int) -> list[dict]:
         {
             "type": "scatter",
             "mode": "markers",
-            "name": "a token for the running user"
+            "name": words["ticks-one"]
             if decodes == 1
-            else f"a token for each of the {decodes:,} running users",
+            else fill(words["ticks"], {"decodes": decodes}),
             "x": ticks.tolist(),
             "y": [1.5] * ticks.size,
             "marker": {
@@ -253,31 +262,28 @@ def _lane_traces(lane: Lane, window_ms: float, decodes: int) -> list[dict]:
                 "size": 22,
                 "line": {"width": 2, "color": color("decode")},
             },
-            "hovertemplate": "%{x:,.0f} ms<extra>tokens delivered</extra>",
+            "hovertemplate": words["ticks-hover"],
         },
         {
             "type": "scatter",
             "mode": "markers",
-            "name": "the long prompt's first token",
+            "name": words["first"],
             "x": first,
             "y": [0.5] * len(first),
             "marker": {"symbol": "star", "size": 18, "color": color("highlight")},
-            "hovertemplate": "first token at %{x:,.0f} ms<extra></extra>",
+            "hovertemplate": words["first-hover"],
         },
     ]
 
 
 def _lane_title(lane: Lane) -> str:
-    plural = "s" if lane.steps > 1 else ""
-    return (
-        f"Budget {lane.budget:,}: {lane.steps:,} step{plural}, users wait up to "
-        f"{lane.worst_ms:,.0f} ms, first token at {lane.ttft_ms / 1e3:.2f} s"
-    )
+    return fill(labels()["lane-title"], {**vars(lane), "ttft_s": lane.ttft_ms / 1e3})
 
 
 def budgets(r: Readout) -> dict:
     """Walk through the budgets: each frame shows the first moments after the prompt arrives.
     It opens at the frame of the learner's budget (or the nearest one)."""
+    words = labels()
     frames = [
         {
             "data": _lane_traces(lane, r.window_ms, r.decodes),
@@ -289,15 +295,15 @@ def budgets(r: Readout) -> dict:
     figure = {
         "data": [dict(t) for t in frames[r.anim_start]["data"]],
         "layout": {
-            "xaxis": axis("time since the long prompt arrived (ms)", range=[0, r.window_ms]),
+            "xaxis": axis(words["lane-axis"], range=[0, r.window_ms]),
             "yaxis": {
                 "range": [0, 2],
                 "tickvals": [0.5, 1.5],
-                "ticktext": ["long prompt", "running users"],
-                "title": {"text": "who gets served (lane)"},
+                "ticktext": [words["lane-prompt"], words["lane-users"]],
+                "title": {"text": words["lane-y-axis"]},
             },
             "height": 500,
         },
     }
-    labels = [f"{lane.budget:,}" for lane in r.frames]
-    return animate(figure, frames, labels, prefix="token budget: ", start=r.anim_start)
+    steps = [f"{lane.budget:,}" for lane in r.frames]
+    return animate(figure, frames, steps, prefix=words["slider"] + " ", start=r.anim_start)
