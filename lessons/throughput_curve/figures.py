@@ -5,26 +5,37 @@ animation that opens at the latency target's pick)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from lessons.kit import story
 from lessons.kit.anim import animate
 from lessons.kit.figures import axis, bars, line, log_ticks, markers
+from lessons.kit.story import fill
 from lessons.theme import color
 from lessons.throughput_curve.readout import Readout
 
+TEXT = Path(__file__).with_name("text.md")
 POW2_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 ANIM_CURVE_POINTS = 160
-PARTS = (
-    ("linear_ms", "linear layers", "compute"),
-    ("attention_ms", "attention", "kv"),
-    ("other_ms", "the rest", "neutral"),
+PARTS = (  # (the step part's field, its label's key, its colour's role)
+    ("linear_ms", "part-linear", "compute"),
+    ("attention_ms", "part-attention", "kv"),
+    ("other_ms", "part-other", "neutral"),
 )
-BEYOND = "beyond the KV cache (not reachable)"
-FAR_HOVER = "%{x} sequences would need more KV cache<extra></extra>"
 
 
-def _selection(r: Readout) -> str:
-    return f"{r.gpu}, {r.model} ({r.dtype}, TP {r.tp})"
+def labels() -> dict[str, str]:
+    """The charts' words, from text.md's `labels` section (`- key :: words`)."""
+    return story.labels(TEXT)
+
+
+def _values(r: Readout) -> dict:
+    """The Readout's fields, and the selection as the titles name it, for the labels."""
+    out = dict(vars(r))
+    out["selection"] = fill(labels()["selection"], out)
+    return out
 
 
 def _log_range(values: np.ndarray, pad: float = 1.5) -> tuple[float, float]:
@@ -66,65 +77,51 @@ def _star(x: list, y: list, name: str, role: str = "kv", **extra) -> dict:
     return star
 
 
-def _hover(what: str, fmt: str, unit: str) -> str:
-    return f"%{{x}} {what}: %{{y:{fmt}}} {unit}<extra></extra>"
-
-
 def curve(r: Readout) -> dict:
     """Total (top) and per-user (bottom) tokens per second against concurrency, with the knee,
     the latency target's pick, the KV-cache limit and max_num_seqs."""
     c = r.curves
     ok = c.n <= r.kv_cap
     top, low = _log_range(c.total), _log_range(c.per_user)
+    words, values = labels(), _values(r)
 
     def part(mask: np.ndarray, series: np.ndarray) -> tuple[list, list]:
         return c.n[mask].tolist(), series[mask].tolist()
 
-    each = {"yaxis": "y2", "hovertemplate": _hover("sequences", ",.1f", "tokens/s each")}
+    each = {"yaxis": "y2", "hovertemplate": words["each-hover"]}
     data = [
-        line(
-            *part(ok, c.total),
-            "total tokens/s (all users)",
-            "primary",
-            hovertemplate=_hover("sequences", ",.0f", "tokens/s in total"),
-        ),
-        line(*part(ok, c.per_user), "tokens/s for each user", "prefill", **each),
+        line(*part(ok, c.total), words["total"], "primary", hovertemplate=words["total-hover"]),
+        line(*part(ok, c.per_user), words["each"], "prefill", **each),
     ]
     if (~ok).any():
-        far = {"opacity": 0.5, "dash": "dot", "hovertemplate": FAR_HOVER}
+        beyond = words["beyond"]
+        far = {"opacity": 0.5, "dash": "dot", "hovertemplate": words["beyond-hover"]}
         data += [
-            line(*part(~ok, c.total), BEYOND, "primary", **far),
-            line(*part(~ok, c.per_user), BEYOND, "prefill", yaxis="y2", showlegend=False, **far),
+            line(*part(~ok, c.total), beyond, "primary", **far),
+            line(*part(~ok, c.per_user), beyond, "prefill", yaxis="y2", showlegend=False, **far),
         ]
         if r.kv_cap >= 1:
-            data += _both(r.kv_cap, top, low, f"KV cache full at {r.kv_cap:,}", "neutral", "dash")
+            full = fill(words["kv-full"], values)
+            data += _both(r.kv_cap, top, low, full, "neutral", "dash")
     if r.has_knee:
         data += _both(r.knee, top, low, "", "highlight", "dot")
-        hover = _hover("sequences (the knee)", ",.0f", "tokens/s")
-        data.append(
-            markers(
-                [r.knee],
-                [r.knee_total],
-                f"knee: {r.knee:,} sequences",
-                "highlight",
-                hovertemplate=hover,
-            )
-        )
+        knee = fill(words["knee"], values)
+        hover = words["knee-hover"]
+        data.append(markers([r.knee], [r.knee_total], knee, "highlight", hovertemplate=hover))
     if r.has_pick:
-        name = f"largest within {r.target_ms} ms: {r.pick:,}"
-        hover = {"hovertemplate": "%{x} sequences<extra>largest within the target</extra>"}
+        name = fill(words["pick"], values)
+        hover = {"hovertemplate": words["pick-hover"]}
         data += [
             _star([r.pick], [r.pick_total], name, **hover),
             _star([r.pick], [r.pick_per_user], name, yaxis="y2", showlegend=False, **hover),
         ]
-    seqs = f"max_num_seqs: {r.max_num_seqs:,}"
+    seqs = fill(words["max-seqs"], values)
     data += _both(r.max_num_seqs, top, low, seqs, "neutral", "dashdot")  # unlike the total line
-    title = "sequences decoding together (concurrency, log scale)"
     layout = {
-        "title": {"text": f"Throughput on {_selection(r)}, {r.context:,} tokens of context"},
-        "xaxis": _concurrency_axis(title, anchor="y2"),
-        "yaxis": _log_y("total (tokens/s, log)", *top, domain=[0.55, 1.0], anchor="x"),
-        "yaxis2": _log_y("each user (tokens/s, log)", *low, domain=[0.0, 0.45], anchor="x"),
+        "title": {"text": fill(words["curve-title"], values)},
+        "xaxis": _concurrency_axis(words["curve-axis"], anchor="y2"),
+        "yaxis": _log_y(words["total-axis"], *top, domain=[0.55, 1.0], anchor="x"),
+        "yaxis2": _log_y(words["each-axis"], *low, domain=[0.0, 0.45], anchor="x"),
         "height": 660,
     }
     return {"data": data, "layout": layout}
@@ -139,28 +136,29 @@ def loop(r: Readout) -> dict:
     n = np.arange(1, r.cl_max + 1)
     top = _log_range(np.concatenate([c.total[n - 1], cl.output_tps]))
     low = _log_range(np.concatenate([c.step_ms[n - 1], cl.itl_ms, cl.ttft_ms, [r.target_ms]]))
+    words, values = labels(), _values(r)
     dots = {"mode": "lines+markers", "marker": {"size": 9}}
-    ms = {"yaxis": "y2", "hovertemplate": _hover("clients", ",.1f", "ms")}
-    tps = {"hovertemplate": _hover("clients", ",.0f", "tokens/s")}
-    held, target = f"decode only, {r.mid_context:,} tokens held", f"target: {r.target_ms} ms"
+    ms = {"yaxis": "y2", "hovertemplate": words["clients-ms-hover"]}
+    tps = {"hovertemplate": words["clients-tps-hover"]}
+    held, target = fill(words["held"], values), fill(words["target"], values)
     line_ms = {"dash": "dash", **ms}
+    compared = fill(words["compared"], values)
     data = [
         line(n.tolist(), c.total[n - 1].tolist(), held, "primary", **tps),
-        line(k, cl.output_tps.tolist(), "closed loop (prompts arriving)", "prefill", **dots, **tps),
-        line(n.tolist(), c.step_ms[n - 1].tolist(), "decode-only step", "primary", **line_ms),
-        line(k, cl.itl_ms.tolist(), "closed loop: mean ITL", "prefill", **dots, **ms),
-        line(k, cl.ttft_ms.tolist(), "closed loop: mean TTFT", "kv", **dots, **line_ms),
+        line(k, cl.output_tps.tolist(), words["closed"], "prefill", **dots, **tps),
+        line(n.tolist(), c.step_ms[n - 1].tolist(), words["decode-step"], "primary", **line_ms),
+        line(k, cl.itl_ms.tolist(), words["closed-itl"], "prefill", **dots, **ms),
+        line(k, cl.ttft_ms.tolist(), words["closed-ttft"], "kv", **dots, **line_ms),
         line([1, r.cl_max], [r.target_ms] * 2, target, "neutral", dash="dot", **ms),
-        _star([r.cmp_n], [r.cmp_itl_ms], f"compared at {r.cmp_n:,} clients", "lm_head", **ms),
+        _star([r.cmp_n], [r.cmp_itl_ms], compared, "lm_head", **ms),
     ]
     ticks = [t for t in POW2_TICKS if t <= r.cl_max]
     span = [-0.05, float(np.log10(max(r.cl_max, 2))) + 0.05]
-    title = "concurrency (requests in flight, log scale)"
     layout = {
-        "title": {"text": f"Decode only vs a closed loop on {_selection(r)}"},
-        "xaxis": axis(title, type="log", anchor="y2", tickvals=ticks, range=span),
-        "yaxis": _log_y("output (tokens/s, log)", *top, domain=[0.55, 1.0], anchor="x"),
-        "yaxis2": _log_y("time (ms, log)", *low, domain=[0.0, 0.45], anchor="x"),
+        "title": {"text": fill(words["loop-title"], values)},
+        "xaxis": axis(words["loop-axis"], type="log", anchor="y2", tickvals=ticks, range=span),
+        "yaxis": _log_y(words["output-axis"], *top, domain=[0.55, 1.0], anchor="x"),
+        "yaxis2": _log_y(words["time-axis"], *low, domain=[0.0, 0.45], anchor="x"),
         "height": 660,
     }
     return {"data": data, "layout": layout}
@@ -172,20 +170,21 @@ def reads(r: Readout) -> dict:
     kv = n * r.kv_per_seq_gb
     w = r.weight_gb
     lo, hi = _log_range(np.append(kv, w), 2.0)
+    words, values = labels(), _values(r)
     data = [
         line(
             [1, int(n[-1])],
             [w, w],
-            f"weights: {w:.1f} GB every step",
+            fill(words["weights"], values),
             "compute",
-            hovertemplate="weights: %{y:.1f} GB<extra></extra>",
+            hovertemplate=words["weights-hover"],
         ),
         line(
             n.tolist(),
             kv.tolist(),
-            f"KV cache: {r.kv_per_seq_mb:,.0f} MB per sequence",
+            fill(words["kv"], values),
             "kv",
-            hovertemplate="%{x} sequences: %{y:.1f} GB of KV<extra></extra>",
+            hovertemplate=words["kv-hover"],
         ),
     ]
     x = r.crossover
@@ -194,18 +193,18 @@ def reads(r: Readout) -> dict:
             markers(
                 [x],
                 [w],
-                f"equal at {x:,.0f} sequences",
+                fill(words["equal"], values),
                 "highlight",
                 mode="markers+text",
-                text=[f"equal at {x:,.0f}"],
+                text=[fill(words["equal-text"], values)],
                 textposition="top left",
                 hoverinfo="skip",
             )
         )
     layout = {
-        "title": {"text": "What one decode step reads from GPU memory"},
-        "xaxis": _concurrency_axis("sequences decoding together (log scale)"),
-        "yaxis": _log_y("bytes read per step (GB, log)", lo, hi),
+        "title": {"text": words["reads-title"]},
+        "xaxis": _concurrency_axis(words["reads-x-axis"]),
+        "yaxis": _log_y(words["reads-axis"], lo, hi),
         "height": 420,
     }
     return {"data": data, "layout": layout}
@@ -219,31 +218,30 @@ def growing(r: Readout) -> dict:
     t_lo, t_hi = _log_range(c.total)
     u_lo, u_hi = _log_range(c.per_user)
     part_max = max(float(c.parts_ms[name][idx].max()) for name, _, _ in PARTS) * 1.08
-    labels = [label for _, label, _ in PARTS]
+    words = labels()
+    kinds = [words[key] for _, key, _ in PARTS]
     dot = {"size": 14, "showlegend": False, "hoverinfo": "skip"}
 
     def frame(k: int) -> dict:
         j = k - 1
         parts = [round(float(c.parts_ms[name][j]), 3) for name, _, _ in PARTS]
         moving = [
-            markers([k], [float(c.total[j])], "total", "primary", **dot),
-            markers([k], [float(c.per_user[j])], "per user", "prefill", yaxis="y3", **dot),
+            markers([k], [float(c.total[j])], words["dot-total"], "primary", **dot),
+            markers([k], [float(c.per_user[j])], words["dot-user"], "prefill", yaxis="y3", **dot),
             bars(
-                labels,
+                kinds,
                 parts,
-                "step time by part",
+                words["parts"],
                 "neutral",
                 xaxis="x2",
                 yaxis="y2",
                 marker={"color": [color(role) for _, _, role in PARTS]},
                 showlegend=False,
-                hovertemplate="%{y:.1f} ms<extra>%{x}</extra>",
+                hovertemplate=words["parts-hover"],
             ),
         ]
-        title = (
-            f"{k:,} sequence{'s' if k > 1 else ''}: a step takes {c.step_ms[j]:.1f} ms; "
-            f"{c.total[j]:,.0f} tokens/s in all, {c.per_user[j]:,.0f} for each user"
-        )
+        now = {"n": k, "step_ms": c.step_ms[j], "total": c.total[j], "per_user": c.per_user[j]}
+        title = fill(words["grow-title"], now)
         return {"data": moving, "traces": [4, 5, 6], "layout": {"title": {"text": title}}}
 
     frames = [frame(int(k)) for k in r.anim_n]
@@ -258,20 +256,18 @@ def growing(r: Readout) -> dict:
 
     far = {"dash": "dot", "opacity": 0.4, "showlegend": False}
     static = [
-        line(*at(upto, c.total), "total tokens/s", "primary", hoverinfo="skip"),
-        line(*at(upto, c.per_user), "tokens/s per user", "prefill", yaxis="y3", hoverinfo="skip"),
+        line(*at(upto, c.total), words["grow-total"], "primary", hoverinfo="skip"),
+        line(*at(upto, c.per_user), words["grow-user"], "prefill", yaxis="y3", hoverinfo="skip"),
         line(*at(beyond, c.total), "", "primary", hoverinfo="skip", **far),
         line(*at(beyond, c.per_user), "", "prefill", yaxis="y3", hoverinfo="skip", **far),
     ]
     figure = {
         "data": static + frames[r.anim_start]["data"],
         "layout": {
-            "xaxis": _concurrency_axis(
-                "sequences decoding together (log)", POW2_TICKS[::2], domain=[0.0, 0.5]
-            ),
-            "yaxis": _log_y("total (tokens/s, log)", t_lo, t_hi, color=color("primary")),
+            "xaxis": _concurrency_axis(words["grow-axis"], POW2_TICKS[::2], domain=[0.0, 0.5]),
+            "yaxis": _log_y(words["total-axis"], t_lo, t_hi, color=color("primary")),
             "yaxis3": _log_y(
-                "per user (tokens/s, log)",
+                words["per-user-axis"],
                 u_lo,
                 u_hi,
                 overlaying="y",
@@ -283,11 +279,11 @@ def growing(r: Readout) -> dict:
                 "domain": [0.68, 1.0],
                 "anchor": "y2",
                 "tickangle": 0,
-                "title": {"text": "part of the step (kind)"},
+                "title": {"text": words["part-axis"]},
             },
-            "yaxis2": axis("time in the step (ms)", anchor="x2", range=[0, part_max]),
+            "yaxis2": axis(words["part-ms-axis"], anchor="x2", range=[0, part_max]),
             "height": 560,
         },
     }
-    labels = [f"{int(k):,}" for k in r.anim_n]
-    return animate(figure, frames, labels, prefix="sequences: ", start=r.anim_start)
+    steps = [f"{int(k):,}" for k in r.anim_n]
+    return animate(figure, frames, steps, prefix=words["slider"] + " ", start=r.anim_start)
