@@ -172,23 +172,19 @@ def trade(r: Readout) -> dict:
     # other where they can, so that neither line crosses the other's label; each sits at a
     # height clear of the curve and of the other label (label_place), on a white backing.
     default_right = not r.is_default and r.budget < r.default_budget
-    taken, notes = None, []
+    marked = []  # (budget, label key, role, dash, label on the left)
     if r.simulated:
-        label = fill(words["yours"], {"budget": r.budget})
-        left = r.budget >= NEAR_RIGHT or default_right
-        taken = label_place(r, r.budget, label, left, ranges)
-        lines, note = _vline(
-            r.budget, label, "primary", "solid", ranges, left=left, height=taken[0]
+        marked.append(
+            (r.budget, "yours", "primary", "solid", r.budget >= NEAR_RIGHT or default_right)
         )
-        data += lines
-        notes.append(note)
     if not r.is_default:
-        label = fill(words["default"], {"budget": r.default_budget})
         left = r.default_budget >= NEAR_RIGHT or not default_right
-        height = label_place(r, r.default_budget, label, left, ranges, taken)[0]
-        lines, note = _vline(
-            r.default_budget, label, "neutral", "dot", ranges, left=left, height=height
-        )
+        marked.append((r.default_budget, "default", "neutral", "dot", left))
+    taken, notes = None, []
+    for x, key, role, dash, left in marked:
+        label = fill(words[key], {"budget": x})
+        taken = label_place(r, x, label, left, ranges, taken)
+        lines, note = _vline(x, label, role, dash, ranges, left=left, height=taken[0])
         data += lines
         notes.append(note)
     layout = {
