@@ -20,6 +20,7 @@ import numpy as np
 from lessons.course import ROOT
 from lessons.kit import limits
 from lessons.quiz.exercise import Drawn, ExerciseSpec
+from lessons.text import section
 from lessons.throughput_curve import lesson
 from sim.config import SchedulerConfig
 from sim.cost import Deployment, step_costs
@@ -150,11 +151,12 @@ def _pick(seed: int) -> Drawn:
     d = r["draw"]
     rows = r["rows"]
     lines = "\n".join(f"| {n:,} | {ms:.1f} |" for n, ms in zip(rows, r["table_ms"], strict=True))
-    table = "| sequences | step time (ms) |\n|---:|---:|\n" + lines
+    table = section(TEXT, "exercise-pick-table-head") + "\n" + lines
     i = rows.index(r["answer"]) if r["answer"] else -1
     nxt = ""
     if 0 <= i < len(rows) - 1:
-        nxt = f"; at {rows[i + 1]:,} the step would take {r['table_ms'][i + 1]:.1f} ms"
+        after = {"n": rows[i + 1], "ms": r["table_ms"][i + 1]}
+        nxt = section(TEXT, "exercise-pick-next", after)
     v = {
         "gpu": d.gpu,
         "model": d.model,
