@@ -44,11 +44,12 @@ def _fits(section, readout) -> bool:
 def test_every_placeholder_and_condition_names_a_readout_field(built):
     """Each section is filled by one of the lesson's readouts (`readouts(p)` where a lesson has
     several, else its build), except the sections it fills with values of their own
-    (`OWN_VALUES`: names, or prefixes ending in "-") and the exercises'."""
+    (`OWN_VALUES`: names, or prefixes ending in "-"), the exercises' and the charts' `labels`
+    (filled by figures.py, per trace and per frame)."""
     lesson_id, mod, readout = built
     params = mod.Params()
     readouts = mod.readouts(params) if hasattr(mod, "readouts") else (readout,)
-    own = ("exercise-", *getattr(mod, "OWN_VALUES", ()))
+    own = ("exercise-", "labels", *getattr(mod, "OWN_VALUES", ()))
     path = ROOT / "lessons" / lesson_id / "text.md"
     for section in story.parse(path):
         if any(section.name == o or (o.endswith("-") and section.name.startswith(o)) for o in own):

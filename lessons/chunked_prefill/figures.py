@@ -4,24 +4,29 @@ between tokens so far) and the share of the GPU's peaks each step uses."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from lessons.chunked_prefill.lanes import USERS_SHOWN
 from lessons.chunked_prefill.readout import CHUNK, DECODE, WHOLE, LaneView, Readout
+from lessons.kit import story
 from lessons.kit.anim import animate
 from lessons.kit.figures import SMALL_PX, axis, line, markers
+from lessons.kit.story import fill
 from lessons.kit.words import ms
 from lessons.theme import color
 
-KIND_NAMES = {
-    DECODE: "decode-only step",
-    CHUNK: "decode step plus a prompt chunk",
-    WHOLE: "whole prompt in one step",
-}
+TEXT = Path(__file__).with_name("text.md")
+KIND_KEYS = {DECODE: "kind-decode", CHUNK: "kind-chunk", WHOLE: "kind-whole"}  # their labels
 KIND_ROLES = {DECODE: "decode", CHUNK: "prefill", WHOLE: "highlight"}
-LANE_NAMES = {"whole": "whole prompt at once", "chunked": "chunked prefill"}
-LANE_ROLES = {"whole": "highlight", "chunked": "decode"}
+LANE_ROLES = {"whole": "highlight", "chunked": "decode"}  # a lane's label is "lane-<name>"
 TOP = -0.6  # above the first lane's title row (the y axis is reversed)
+
+
+def labels() -> dict[str, str]:
+    """The charts' words, from text.md's `labels` section (`- key :: words`)."""
+    return story.labels(TEXT)
 
 
 def _lanes(r: Readout) -> list[tuple[str, LaneView]]:
@@ -29,9 +34,8 @@ def _lanes(r: Readout) -> list[tuple[str, LaneView]]:
 
 
 def _title(r: Readout, name: str) -> str:
-    if name == "whole":
-        return f"Chunked prefill off: the whole prompt in one step (budget {r.whole_budget:,})"
-    return f"Chunked prefill on: budget {r.budget:,}, chunks of up to {r.chunk:,} tokens"
+    """A lane's title (bold), from the label "title-whole" or "title-chunked"."""
+    return fill(labels()["title-" + name], vars(r))
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
@@ -79,7 +83,7 @@ def _strips(r: Readout) -> list[dict]:
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": KIND_NAMES[kind],
+                "name": labels()[KIND_KEYS[kind]],
                 "x": xs,
                 "y": ys,
                 "fill": "toself",
@@ -102,7 +106,7 @@ def _ticks(r: Readout) -> dict:
     trace = line(
         np.stack([tx, tx, gap], axis=1).ravel().round(3).tolist(),
         np.stack([ty - 0.3, ty + 0.3, gap], axis=1).ravel().tolist(),
-        "token delivered to a running user",
+        labels()["token"],
         "decode",
         hoverinfo="skip",
     )
@@ -113,6 +117,7 @@ def _ticks(r: Readout) -> dict:
 def _newcomer(r: Readout) -> list[dict]:
     """The new prompt's wait (a dotted line from its arrival) and its first token (a star)."""
     x1 = r.window_s[1] * r.time_scale
+    words = labels()
     wait_x, wait_y, star_x, star_y, text, where = [], [], [], [], [], []
     for i, (_, lane) in enumerate(_lanes(r)):
         first = round(lane.first_token_s * r.time_scale, 3)
@@ -121,25 +126,25 @@ def _newcomer(r: Readout) -> list[dict]:
         wait_y += [y, y, None]
         star_x.append(first)
         star_y.append(y)
-        text.append(f"first token after {ms(lane.first_token_s * 1e3)}")
+        text.append(fill(words["first-token-after"], {"wait": ms(lane.first_token_s * 1e3)}))
         where.append("top left" if first > x1 / 2 else "top right")
-    name = "new prompt waiting for its first token"
+    name = words["waiting"]
     wait = line(wait_x, wait_y, name, "prefill", dash="dot", hoverinfo="skip")
     wait["line"]["width"] = 2
     star = markers(
         star_x,
         star_y,
-        "first token of the new prompt",
+        words["first-token"],
         "prefill",
         size=11,
         text=text,
         textposition=where,
-        hovertemplate="token at %{x:,.3f} " + r.time_unit + "<extra>new prompt</extra>",
+        hovertemplate=words["first-token-hover-" + r.time_unit],
     )
     star["mode"] = "markers+text"
     star["marker"]["symbol"] = "star"
     ys = [TOP, _rows(1)["bottom"]]
-    arrival = line([0.0, 0.0], ys, "the prompt arrives", "neutral", dash="dash", hoverinfo="skip")
+    arrival = line([0.0, 0.0], ys, words["arrives"], "neutral", dash="dash", hoverinfo="skip")
     arrival["line"]["width"] = 1
     return [wait, star, arrival]
 
@@ -150,10 +155,8 @@ def _curtain(r: Readout, i: int) -> dict:
     edge = r.window_s[1] * r.time_scale + 1e-9
     bottom = _rows(1)["bottom"]
     rows = [_rows(0)["counter"], _rows(1)["counter"]]
-    counters = [
-        f"<b>longest wait between tokens so far: {lane.live_gap_ms[i]:,.1f} ms</b>"
-        for _, lane in _lanes(r)
-    ]
+    counter = labels()["counter"]
+    counters = [fill(counter, {"gap_ms": lane.live_gap_ms[i]}) for _, lane in _lanes(r)]
     return {
         "type": "scatter",
         "mode": "lines+text",
@@ -175,16 +178,20 @@ def lanes(r: Readout) -> dict:
     x0, x1 = (w * r.time_scale for w in r.window_s)
     bottom = _rows(1)["bottom"]
     data = [*_strips(r), _ticks(r), *_newcomer(r)]
+    words = labels()
     tickvals, ticktext, notes = [], [], []
     for i, (name, _) in enumerate(_lanes(r)):
         rows = _rows(i)
         users = [rows["user0"] + k for k in range(len(r.users_shown))]
         tickvals += [rows["steps"], *users, rows["newcomer"]]
-        ticktext += ["steps", *[f"user {u + 1}" for u in r.users_shown]]
-        ticktext.append(f"new {r.prompt:,}-token prompt")
+        ticktext += [
+            words["row-steps"],
+            *[fill(words["row-user"], {"n": u + 1}) for u in r.users_shown],
+        ]
+        ticktext.append(fill(words["row-newcomer"], vars(r)))
         notes.append(
             {
-                "text": f"<b>{_title(r, name)}</b>",
+                "text": _title(r, name),
                 "x": 0,
                 "xref": "paper",
                 "xanchor": "left",
@@ -195,13 +202,11 @@ def lanes(r: Readout) -> dict:
             }
         )
     layout = {
-        "title": {"text": "The same users, the same long prompt: two schedules"},
+        "title": {"text": words["lanes-title"]},
         "height": 690,
-        "xaxis": axis(
-            f"time since the long prompt arrived ({r.time_unit})", range=[x0, x1], zeroline=False
-        ),
+        "xaxis": axis(fill(words["time-axis"], vars(r)), range=[x0, x1], zeroline=False),
         "yaxis": {
-            "title": {"text": "rows of each lane (steps, users, newcomer)"},
+            "title": {"text": words["rows-axis"]},
             "range": [bottom + 0.3, -0.8],
             "tickmode": "array",
             "tickvals": tickvals,
@@ -216,41 +221,44 @@ def lanes(r: Readout) -> dict:
     frames = [{"data": [_curtain(r, i)], "traces": [moving]} for i in range(r.frame_s.size)]
     figure = {"data": [*data, _curtain(r, r.start_frame)], "layout": layout}
     digits = 0 if r.time_unit == "ms" else 1
-    labels = [f"{t * r.time_scale:,.{digits}f} {r.time_unit}" for t in r.frame_s]
-    return animate(figure, frames, labels, prefix="time since arrival: ", start=r.start_frame)
+    steps = [f"{t * r.time_scale:,.{digits}f} {r.time_unit}" for t in r.frame_s]
+    prefix = words["slider"] + " "
+    return animate(figure, frames, steps, prefix=prefix, start=r.start_frame)
 
 
 def use(r: Readout) -> dict:
     """Per step: compute use (top) and bandwidth use (bottom), as shares of the GPU's peaks."""
+    words = labels()
     data = []
     for name, lane in _lanes(r):
-        for suffix, xs, ys, what in (
-            ("", lane.compute_x_s, lane.compute_pct, "compute"),
-            ("2", lane.bandwidth_x_s, lane.bandwidth_pct, "bandwidth"),
+        lane_name = words["lane-" + name]
+        for suffix, xs, ys, hover in (
+            ("", lane.compute_x_s, lane.compute_pct, words["compute-hover"]),
+            ("2", lane.bandwidth_x_s, lane.bandwidth_pct, words["bandwidth-hover"]),
         ):
             trace = line(
                 (xs * r.time_scale).round(6).tolist(),
                 ys.round(2).tolist(),
-                LANE_NAMES[name],
+                lane_name,
                 LANE_ROLES[name],
                 legendgroup=name,
                 showlegend=suffix == "",
                 xaxis="x" + suffix,
                 yaxis="y" + suffix,
-                hovertemplate=f"%{{y:.0f}}% of peak {what}<extra>{LANE_NAMES[name]}</extra>",
+                hovertemplate=f"{hover}<extra>{lane_name}</extra>",  # the lane's name in its box
             )
             trace["line"].update(shape="vh", width=2)
             data.append(trace)
     x_range = [w * r.time_scale for w in r.window_s]
     top = max(100.0, 1.05 * max(max(t["y"]) for t in data))
-    unit = r.time_unit
+    values = vars(r)
     layout = {
-        "title": {"text": "How much of the GPU each step uses"},
+        "title": {"text": words["use-title"]},
         "height": 520,
-        "xaxis": axis(f"time since arrival ({unit})", anchor="y", range=x_range, matches="x2"),
-        "yaxis": axis("compute (% of peak)", domain=[0.6, 1], range=[0, top]),
-        "xaxis2": axis(f"time since the long prompt arrived ({unit})", anchor="y2", range=x_range),
-        "yaxis2": axis("bandwidth (% of peak)", domain=[0, 0.4], range=[0, top]),
+        "xaxis": axis(fill(words["use-x-axis"], values), anchor="y", range=x_range, matches="x2"),
+        "yaxis": axis(words["compute-axis"], domain=[0.6, 1], range=[0, top]),
+        "xaxis2": axis(fill(words["time-axis"], values), anchor="y2", range=x_range),
+        "yaxis2": axis(words["bandwidth-axis"], domain=[0, 0.4], range=[0, top]),
     }
     layout["xaxis"]["title"]["standoff"] = 2
     return {"data": data, "layout": layout}

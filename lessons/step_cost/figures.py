@@ -4,18 +4,36 @@ the step growing from one token (an animation)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from lessons.kit import story
 from lessons.kit.anim import animate
 from lessons.kit.figures import COST_PARTS, axis, bars, line, log_axis, markers
+from lessons.kit.story import fill
 from lessons.step_cost.readout import Readout
 from lessons.theme import color
 
+TEXT = Path(__file__).with_name("text.md")
 MEASURED_ROLE = "lm_head"  # a colour no other trace of the step-time chart uses
 
 
-def _selection(r: Readout) -> str:
-    return f"{r.gpu}, {r.model_name} ({r.dtype}, TP {r.tp})"
+def labels() -> dict[str, str]:
+    """The charts' words, from text.md's `labels` section (`- key :: words`)."""
+    return story.labels(TEXT)
+
+
+def _values(r: Readout) -> dict:
+    """The Readout's fields, and the selection as the titles name it, for the labels."""
+    out = dict(vars(r))
+    out["selection"] = fill(labels()["selection"], out)
+    return out
+
+
+def _named(hover: str, name: str) -> str:
+    """A hover template with a part's name in its box (the parts' names are the kit's)."""
+    return f"{hover}<extra>{name}</extra>"
 
 
 def measured(r: Readout) -> list[dict]:
@@ -23,12 +41,13 @@ def measured(r: Readout) -> list[dict]:
     the measured ones (markers), both all layers, in ms. Nothing without a profile."""
     if not r.has_profile:
         return []
-    hover = "%{x:,} tokens: %{y:.2f} ms<extra>%{fullData.name}</extra>"
+    words = labels()
+    hover = words["measured-hover"]
     return [
         line(
             r.prompt_only.tokens.tolist(),
             r.prompt_only.parts_ms["linear_ms"].tolist(),
-            "linear layers, cost model",
+            words["linear-model"],
             MEASURED_ROLE,
             dash="dashdot",
             hovertemplate=hover,
@@ -36,7 +55,7 @@ def measured(r: Readout) -> list[dict]:
         markers(
             r.profile_tokens.tolist(),
             r.profile_ms.tolist(),
-            f"linear layers, measured ({r.profile_model} profile)",
+            fill(words["linear-measured"], vars(r)),
             MEASURED_ROLE,
             size=7,
             hovertemplate=hover,
@@ -53,17 +72,18 @@ def curve(r: Readout) -> dict:
         lows += [r.profile_ms.min(), r.prompt_only.parts_ms["linear_ms"].min()]
     top = float(max(r.prompt_only.step_ms.max(), r.with_kv.step_ms.max())) * 1.3
     bottom = float(min(lows)) * 0.7
-    kv_name = f"plus {r.decodes:,} decodes reading {r.context_tokens:,} tokens of KV each"
-    hover = "%{x:,} tokens: %{y:.1f} ms<extra>%{fullData.name}</extra>"
+    words, values = labels(), _values(r)
+    kv_name = fill(words["with-kv"], values)
+    hover = words["curve-hover"]
     data = [
         line(
-            xs, r.prompt_only.step_ms.tolist(), "prompt tokens only", "decode", hovertemplate=hover
+            xs, r.prompt_only.step_ms.tolist(), words["prompt-only"], "decode", hovertemplate=hover
         ),
         line(xs, r.with_kv.step_ms.tolist(), kv_name, "prefill", dash="dash", hovertemplate=hover),
         line(
             [xs[0], xs[-1]],
             [r.weight_read_ms] * 2,
-            f"weight read: {r.weight_read_ms:.1f} ms",
+            fill(words["weight-read"], values),
             "neutral",
             dash="dot",
             hoverinfo="skip",
@@ -71,7 +91,7 @@ def curve(r: Readout) -> dict:
         line(
             [r.ridge_tokens] * 2,
             [bottom, top],
-            f"ridge: {r.ridge_tokens:,} tokens",
+            fill(words["ridge"], values),
             "highlight",
             dash="dot",
             hoverinfo="skip",
@@ -80,17 +100,17 @@ def curve(r: Readout) -> dict:
         markers(
             [r.n_tokens] * 2,
             [r.n_ms, r.n_ms_with_kv],
-            f"your step: {r.n_tokens:,} tokens",
+            fill(words["your-step"], values),
             "neutral",
             hovertemplate=hover,
         ),
     ]
     layout = {
-        "title": {"text": f"Step time on {_selection(r)}"},
-        "xaxis": log_axis("tokens in the step (log scale)"),
+        "title": {"text": fill(words["curve-title"], values)},
+        "xaxis": log_axis(words["tokens-axis"]),
         "yaxis": log_axis(
             # with a profile the chart also draws the linear layers alone, not only steps
-            "time (ms, log scale)" if r.has_profile else "step time (ms, log scale)",
+            words["time-axis"] if r.has_profile else words["step-axis"],
             range=[np.log10(bottom), np.log10(top)],
         ),
         "height": 500,
@@ -100,7 +120,8 @@ def curve(r: Readout) -> dict:
 
 def parts(r: Readout) -> dict:
     """Stacked bars of the learner's step by part, without and with the running decodes."""
-    rows = ["prompt only", "with decodes"]
+    words = labels()
+    rows = [words["row-prompt"], words["row-decodes"]]
     data = [
         bars(
             [float(v) for v in r.at_n.parts_ms[name]],
@@ -108,16 +129,16 @@ def parts(r: Readout) -> dict:
             label,
             role,
             horizontal=True,
-            hovertemplate="%{x:.2f} ms<extra>" + label + "</extra>",
+            hovertemplate=_named(words["parts-hover"], label),
         )
         for name, label, role in COST_PARTS
     ]
     layout = {
-        "title": {"text": f"Where the time goes in a step of {r.n_tokens:,} prompt tokens"},
+        "title": {"text": fill(words["parts-title"], vars(r))},
         "barmode": "stack",
         "height": 340,
-        "xaxis": axis("time (ms)"),
-        "yaxis": {"title": {"text": "step (kind)"}},
+        "xaxis": axis(words["parts-axis"]),
+        "yaxis": {"title": {"text": words["parts-kind"]}},
     }
     return {"data": data, "layout": layout}
 
@@ -132,6 +153,7 @@ def growing(r: Readout) -> dict:
     xs, a = r.anim.tokens, r.anim
     # The bar shows each part's share of the step, so a 7 ms step reads as well as a 400 ms one.
     share = {name: 100 * a.parts_ms[name] / a.step_ms for name, _, _ in COST_PARTS}
+    words = labels()
 
     def frame(i: int) -> dict:
         dot = {
@@ -145,20 +167,20 @@ def growing(r: Readout) -> dict:
         stacked = [
             bars(
                 [round(float(share[name][i]), 2)],
-                ["this step"],
+                [words["this-step"]],
                 label,
                 role,
                 horizontal=True,
                 customdata=[round(float(a.parts_ms[name][i]), 2)],
-                hovertemplate="%{x:.0f}% (%{customdata:.1f} ms)<extra>" + label + "</extra>",
+                hovertemplate=_named(words["share-hover"], label),
                 xaxis="x2",
                 yaxis="y2",
             )
             for name, label, role in COST_PARTS
         ]
-        bound = "memory-bound" if bool(a.memory_bound[i]) else "compute-bound"
-        n = int(xs[i])
-        title = f"A step of {n:,} token{'s' if n > 1 else ''}: {a.step_ms[i]:.1f} ms, {bound}"
+        bound = words["memory-bound"] if bool(a.memory_bound[i]) else words["compute-bound"]
+        now = {"n": int(xs[i]), "step_ms": a.step_ms[i], "bound": bound}
+        title = fill(words["grow-title"], now)
         return {
             "data": [dot, *stacked],
             "traces": list(range(1, 2 + len(COST_PARTS))),
@@ -168,25 +190,27 @@ def growing(r: Readout) -> dict:
     frames = [frame(i) for i in range(len(xs))]
     y_all = r.prompt_only.step_ms
     static = line(
-        r.prompt_only.tokens.tolist(), y_all.tolist(), "step time", "decode", showlegend=False
+        r.prompt_only.tokens.tolist(),
+        y_all.tolist(),
+        words["step-time"],
+        "decode",
+        showlegend=False,
     )
     low, high = np.log10(float(y_all.min()) * 0.7), np.log10(float(y_all.max()) * 1.5)
     figure = {
         "data": [static, *frames[0]["data"]],
         "layout": {
             "xaxis": log_axis(
-                "tokens in the step (log scale)",
+                words["tokens-axis"],
                 domain=[0, 0.55],
                 range=[0, np.log10(r.max_tokens) + 0.1],
             ),
-            "yaxis": log_axis("step time (ms, log scale)", range=[low, high]),
-            "xaxis2": axis(
-                "share of the step by part (%)", domain=[0.65, 1], range=[0, 100], anchor="y2"
-            ),
+            "yaxis": log_axis(words["step-axis"], range=[low, high]),
+            "xaxis2": axis(words["share-axis"], domain=[0.65, 1], range=[0, 100], anchor="y2"),
             "yaxis2": {"anchor": "x2", "showticklabels": False},
             "barmode": "stack",
             "height": 540,
         },
     }
-    labels = [f"{int(x):,}" for x in xs]
-    return animate(figure, frames, labels, prefix="tokens in the step: ", start=start_frame(r))
+    steps = [f"{int(x):,}" for x in xs]
+    return animate(figure, frames, steps, prefix=words["slider"] + " ", start=start_frame(r))

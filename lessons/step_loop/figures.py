@@ -8,21 +8,43 @@ figure's trace); rows, axes, colours and hover text are added once by `_full`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from lessons.kit import story
 from lessons.kit.anim import animate
 from lessons.kit.figures import axis
+from lessons.kit.story import fill
 from lessons.kit.timeline import KIND_NAMES
 from lessons.step_loop.lesson import frame_of
 from lessons.step_loop.readout import Readout
 from lessons.theme import color, palette
 
-ROW_SPARE = "unused / free"
-STATES = ("waiting queue", "running list", "finished")
-MODE = {False: "synchronous scheduler", True: "async scheduler"}
+TEXT = Path(__file__).with_name("text.md")
+STATE_KEYS = ("state-waiting", "state-running", "state-finished")  # the state rows' labels
 KIND_WORD = {kind: name.split()[0] for kind, name in enumerate(KIND_NAMES)}  # decode, prompt, ...
+# The labels of a step's events, in the order the title tells them.
+EVENT_KEYS = (
+    "event-arrives",
+    "event-admitted",
+    "event-preempted",
+    "event-continues",
+    "event-finished",
+)
+
+
+def labels() -> dict[str, str]:
+    """The charts' words, from text.md's `labels` section (`- key :: words`)."""
+    return story.labels(TEXT)
+
+
+def _states() -> list[str]:
+    """The three state rows (the queue, the running list, finished), as the chart names them."""
+    words = labels()
+    return [words[key] for key in STATE_KEYS]
 
 
 def _rows(r: Readout) -> list[str]:
-    return [*r.replay.names, ROW_SPARE]
+    return [*r.replay.names, labels()["row-spare"]]
 
 
 def _state_points(r: Readout, k: int) -> dict:
@@ -31,7 +53,8 @@ def _state_points(r: Readout, k: int) -> dict:
     ys: list[str] = []
     text: list[str] = []
     cols: list[int] = []
-    for row, members in zip(STATES, (rep.waiting[k], rep.running[k], rep.done[k]), strict=True):
+    rows = (rep.waiting[k], rep.running[k], rep.done[k])
+    for row, members in zip(_states(), rows, strict=True):
         for pos, q in enumerate(members, start=1):
             xs.append(pos)
             ys.append(row)
@@ -52,23 +75,22 @@ def _names(r: Readout, reqs: tuple[int, ...]) -> str:
 
 def _frame_title(r: Readout, k: int) -> str:
     rep = r.replay
+    words = labels()
     events = []
-    for word, reqs in (
-        ("arrives", rep.arrived[k]),
-        ("admitted", rep.admitted[k]),
-        ("preempted", rep.preempted[k]),
-        ("prompt continues", rep.continuing[k]),
-        ("finished", rep.finished[k]),
+    for key, reqs in zip(
+        EVENT_KEYS,
+        (rep.arrived[k], rep.admitted[k], rep.preempted[k], rep.continuing[k], rep.finished[k]),
+        strict=True,
     ):
         if reqs:
-            events.append(f"{word}: {_names(r, reqs)}")
-    line = " · ".join(events) or "decode tokens only"
-    work = "no forward pass, only the output of the step before is processed"  # async
+            events.append(fill(words[key], {"names": _names(r, reqs)}))
+    line = " · ".join(events) or words["decode-only"]
+    work = words["no-pass"]  # async
     if rep.used[k]:
-        work = f"{int(rep.used[k]):,} of {r.budget:,} tokens, {rep.step_ms[k]:.1f} ms on {r.gpu}"
-        work += " (cost model)"
-    clock = f"the clock reads {rep.clock_ms[k]:,.0f} ms"
-    return f"Step {k + 1} of {r.num_steps}: {work}; {clock}<br>{line}"
+        now = {**vars(r), "used": int(rep.used[k]), "step_ms": rep.step_ms[k]}
+        work = fill(words["work"], now)
+    now = {"step": k + 1, "work": work, "clock_ms": rep.clock_ms[k], "events": line}
+    return fill(words["frame-title"], {**vars(r), **now})
 
 
 def _frame_traces(r: Readout, k: int) -> list[dict]:
@@ -80,19 +102,23 @@ def _frame_traces(r: Readout, k: int) -> list[dict]:
     held = [int(b) for b in rep.held[k]]
     free = r.usable - sum(held)
     streamed = [int(s) for s in rep.streamed[k]]
+    words = labels()
     return [
         {"type": "scatter", "text": [_frame_title(r, k)]},
         _state_points(r, k),
         {
             "type": "bar",
             "x": [*tokens, unused],
-            "text": [f"{t:,} {kd}" if t else "" for t, kd in zip(tokens, kinds, strict=True)]
-            + [f"{unused:,} unused"],
+            "text": [
+                fill(words["batch-text"], {"tokens": t, "kind": kd}) if t else ""
+                for t, kd in zip(tokens, kinds, strict=True)
+            ]
+            + [fill(words["unused"], {"unused": unused})],
         },
         {
             "type": "bar",
             "x": [*held, free],
-            "text": [f"{v:,}" if v else "" for v in held] + [f"{free:,} free"],
+            "text": [f"{v:,}" if v else "" for v in held] + [fill(words["free"], {"free": free})],
         },
         {
             "type": "bar",
@@ -119,7 +145,7 @@ def _full(r: Readout, traces: list[dict]) -> list[dict]:
         "showlegend": False,
         "marker": {"color": [*colors, color("unused")], "opacity": [1.0] * n + [0.3]},
     }
-    hover = "%{y}: %{x:,} "
+    words = labels()
     static = (
         {
             "mode": "text",
@@ -137,12 +163,12 @@ def _full(r: Readout, traces: list[dict]) -> list[dict]:
             "xaxis": "x",
             "yaxis": "y",
             "textfont": {"color": "white", "size": 14},
-            "hovertemplate": "%{text}: %{y}, place %{x}<extra></extra>",
+            "hovertemplate": words["state-hover"],
             "showlegend": False,
         },
-        {**bar, "xaxis": "x2", "yaxis": "y2", "hovertemplate": hover + "tokens<extra></extra>"},
-        {**bar, "xaxis": "x3", "yaxis": "y3", "hovertemplate": hover + "blocks<extra></extra>"},
-        {**bar, "xaxis": "x4", "yaxis": "y4", "hovertemplate": hover + "streamed<extra></extra>"},
+        {**bar, "xaxis": "x2", "yaxis": "y2", "hovertemplate": words["batch-hover"]},
+        {**bar, "xaxis": "x3", "yaxis": "y3", "hovertemplate": words["blocks-hover"]},
+        {**bar, "xaxis": "x4", "yaxis": "y4", "hovertemplate": words["streamed-hover"]},
     )
     out = [{**t, **extra} for t, extra in zip(traces, static, strict=True)]
     out[1]["marker"] = {
@@ -162,13 +188,15 @@ def _layout(r: Readout) -> dict:
     max_tokens = max(int(rep.used.max()), 1)
     cat = {"categoryorder": "array", "categoryarray": rows[::-1], "type": "category"}
     note = {"xref": "paper", "yref": "paper", "showarrow": False, "font": {"size": 14}}
+    words = labels()
+    mode = words["mode-async"] if r.async_scheduling else words["mode-sync"]
     return {
         "height": 700,
         "margin": {"t": 60, "l": 110, "r": 40},
         "barmode": "overlay",
         "bargap": 0.25,
         "xaxis": axis(
-            "place in line (1 = served first)",
+            words["place-axis"],
             domain=[0, 1],
             anchor="y",
             range=[0.4, len(rep.names) + 0.6],
@@ -179,50 +207,51 @@ def _layout(r: Readout) -> dict:
             "anchor": "x",
             "type": "category",
             "categoryorder": "array",
-            "categoryarray": list(STATES[::-1]),
+            "categoryarray": _states()[::-1],
             "range": [-0.6, 2.6],
-            "title": {"text": "state of each request"},
+            "title": {"text": words["state-axis"]},
         },
         "xaxis2": axis(
-            "in this step (tokens)", domain=[0, 0.3], anchor="y2", range=[0, max_tokens * 1.45]
+            words["batch-axis"], domain=[0, 0.3], anchor="y2", range=[0, max_tokens * 1.45]
         ),
-        "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": "request"}, **cat},
+        "yaxis2": {"domain": [0, 0.42], "anchor": "x2", "title": {"text": words["request"]}, **cat},
         "xaxis3": axis(
-            f"KV blocks held ({r.block_size} tokens each)",
+            fill(words["blocks-axis"], vars(r)),
             domain=[0.36, 0.66],
             anchor="y3",
             range=[0, r.usable * 1.3],
         ),
         "yaxis3": {"domain": [0, 0.42], "anchor": "x3", "showticklabels": False, **cat},
         "xaxis4": axis(
-            "streamed so far (tokens)",
+            words["streamed-axis"],
             domain=[0.72, 1.0],
             anchor="y4",
             range=[0, max(rep.outputs) * 1.3],
         ),
         "yaxis4": {"domain": [0, 0.42], "anchor": "x4", "showticklabels": False, **cat},
         "annotations": [
-            {**note, "x": 0, "y": 0.47, "xanchor": "left", "text": "<b>The batch</b> (one pass)"},
-            {**note, "x": 0.36, "y": 0.47, "xanchor": "left", "text": "<b>KV cache blocks</b>"},
-            {**note, "x": 0.72, "y": 0.47, "xanchor": "left", "text": "<b>Tokens streamed</b>"},
+            {**note, "x": 0, "y": 0.47, "xanchor": "left", "text": words["batch-note"]},
+            {**note, "x": 0.36, "y": 0.47, "xanchor": "left", "text": words["blocks-note"]},
+            {**note, "x": 0.72, "y": 0.47, "xanchor": "left", "text": words["streamed-note"]},
         ],
         "xaxis5": {"domain": [0, 1], "anchor": "y5", "range": [0, 1], "visible": False},
         "yaxis5": {"domain": [0.92, 1.0], "anchor": "x5", "range": [-1, 1], "visible": False},
-        "title": {"text": f"The step loop, replayed step by step ({MODE[r.async_scheduling]})"},
+        "title": {"text": fill(words["title"], {"mode": mode})},
         "showlegend": False,
     }
 
 
 def _targets(r: Readout) -> dict:
     """Tick marks at each request's answer length, on the streamed panel."""
+    words = labels()
     return {
         "type": "scatter",
         "mode": "markers",
-        "name": "answer length",
+        "name": words["answer-length"],
         "y": list(r.replay.names),
         "x": list(r.replay.outputs),
         "marker": {"symbol": "line-ns-open", "size": 18, "color": color("neutral")},
-        "hovertemplate": "%{y} stops after %{x} tokens<extra></extra>",
+        "hovertemplate": words["answer-hover"],
         "showlegend": False,
         "xaxis": "x4",
         "yaxis": "y4",
@@ -250,14 +279,11 @@ def animation(r: Readout, step: int) -> dict:
             }
         )
     if r.sampled:
-        layout["title"]["text"] += (
-            f"<br><sup>animation: {r.frames} of {r.num_steps} steps, evenly sampled; "
-            "the stepper below shows every step</sup>"
-        )
+        layout["title"]["text"] += fill(labels()["sampled"], vars(r))
     start = frame_of(r, step)
     data = [_targets(r), *_full(r, frames[start]["data"][1:])]
-    labels = [str(s) for s in r.frame_steps.tolist()]
-    figure = animate({"data": list(data), "layout": layout}, frames, labels, start=start)
+    steps = [str(s) for s in r.frame_steps.tolist()]
+    figure = animate({"data": list(data), "layout": layout}, frames, steps, start=start)
     # animate() opens at a frame by putting its traces in place of the figure's; these frames
     # carry only what changes, so the full traces of that step go back in.
     figure["data"] = data

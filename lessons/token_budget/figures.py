@@ -4,19 +4,31 @@ tokens, and vLLM's default budget GPU by GPU."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from lessons.kit import story
 from lessons.kit.figures import axis, bars
+from lessons.kit.story import fill
 from lessons.kit.timeline import budget_timeline
 from lessons.theme import color
 from lessons.token_budget.readout import Readout
 
+TEXT = Path(__file__).with_name("text.md")
+
+
+def labels() -> dict[str, str]:
+    """The charts' words, from text.md's `labels` section (`- key :: words`)."""
+    return story.labels(TEXT)
+
 
 def _names(r: Readout) -> dict[int, str]:
     """Who is who in the timeline's hover text."""
-    names = {r.long: "the new prompt"}
+    words = labels()
+    names = {r.long: words["new-prompt"]}
     for i in range(r.running):
-        names[i] = f"running request {i + 1}"
+        names[i] = fill(words["running-request"], {"n": i + 1})
     if r.cached:
-        names[r.long - 1] = "earlier chat with the same system prompt"
+        names[r.long - 1] = words["earlier-chat"]
     return names
 
 
@@ -29,10 +41,7 @@ def timeline(r: Readout) -> dict:
         last_step=r.window_last,
         names=_names(r),
         fill=r.fill,
-        title=(
-            f"One {r.budget:,}-token budget per step: {r.running} running requests "
-            f"and a {r.prompt:,}-token prompt"
-        ),
+        title=fill(labels()["timeline-title"], vars(r)),
         open_at_step=r.first_chunk_step,
     )
 
@@ -40,56 +49,61 @@ def timeline(r: Readout) -> dict:
 def spec(r: Readout) -> dict:
     """Stacked bars: the first step's budget split for k = 0..5 draft tokens; the chosen k
     outlined."""
-    labels = [f"k = {int(k)}" for k in r.spec_ks]
+    words = labels()
+    ks = [fill(words["k"], {"k": int(k)}) for k in r.spec_ks]
     outline = {"width": [3 if int(k) == r.k else 0 for k in r.spec_ks], "color": "black"}
     data = [
         bars(
-            labels,
+            ks,
             r.spec_decodes.tolist(),
-            "tokens of the running requests (1 + k each)",
+            words["spec-running"],
             "decode",
             marker={"color": color("decode"), "line": outline},
-            hovertemplate="%{x}: %{y:,} tokens<extra>running requests</extra>",
+            hovertemplate=words["spec-running-hover"],
         ),
         bars(
-            labels,
+            ks,
             r.spec_chunks.tolist(),
-            "left for the prompt chunk",
+            words["spec-chunk"],
             "prefill",
             marker={"color": color("prefill"), "line": outline},
             text=[
-                f"{int(c):,}<br>{int(n)} steps" if c > 0 else "no room"
+                fill(words["spec-chunk-text"], {"chunk": int(c), "steps": int(n)})
+                if c > 0
+                else words["no-room"]
                 for c, n in zip(r.spec_chunks, r.spec_steps_all, strict=True)
             ],
             textposition="inside",
             textangle=0,
             insidetextanchor="middle",
-            hovertemplate="%{x}: %{y:,} prompt tokens per step<extra>prompt chunk</extra>",
+            hovertemplate=words["spec-chunk-hover"],
         ),
     ]
     layout = {
         # One line: the caption under the chart (text.md spec-note) says it is not a replay.
-        "title": {
-            "text": f"Budget arithmetic: {r.running} running requests with k draft tokens each"
-        },
+        "title": {"text": fill(words["spec-title"], vars(r))},
         "barmode": "stack",
         "height": 420,
         "legend": {"traceorder": "normal"},
-        "xaxis": axis("draft tokens per running request (k)"),
-        "yaxis": axis("budget of one step (tokens)", range=[0, r.budget * 1.08]),
+        "xaxis": axis(words["spec-x-axis"]),
+        "yaxis": axis(words["spec-y-axis"], range=[0, r.budget * 1.08]),
     }
     return {"data": data, "layout": layout}
 
 
 def defaults(r: Readout) -> dict:
     """vLLM's default token budget per GPU, ordered by memory; the selected GPU highlighted."""
+    words = labels()
     keys = list(r.defaults_keys)
-    ticks = [f"{k}<br>{m:.0f} GiB" for k, m in zip(keys, r.defaults_memory_gib, strict=True)]
+    ticks = [
+        fill(words["gpu-tick"], {"gpu": k, "gib": m})
+        for k, m in zip(keys, r.defaults_memory_gib, strict=True)
+    ]
     data = [
         bars(
             keys,
             list(r.defaults_budgets),
-            "default max_num_batched_tokens",
+            words["default-budget"],
             "decode",
             marker={"color": [color("highlight") if k == r.gpu else color("decode") for k in keys]},
             text=[f"{b:,}" for b in r.defaults_budgets],
@@ -97,23 +111,20 @@ def defaults(r: Readout) -> dict:
             customdata=[
                 [m, s] for m, s in zip(r.defaults_memory_gib, r.defaults_seqs, strict=True)
             ],
-            hovertemplate=(
-                "%{x}: %{customdata[0]:.1f} GiB reported<br>budget %{y:,} tokens, "
-                "max_num_seqs %{customdata[1]:,}<extra></extra>"
-            ),
+            hovertemplate=words["default-hover"],
         )
     ]
     layout = {
-        "title": {"text": "vLLM's default token budget for vllm serve, GPU by GPU"},
+        "title": {"text": words["defaults-title"]},
         "height": 420,
         # Each GPU's memory (as CUDA reports it, the figure vLLM's rule reads) under its name.
         "xaxis": axis(
-            "GPU and the memory CUDA reports (GiB), ordered by memory",
+            words["defaults-x-axis"],
             tickmode="array",
             tickvals=keys,
             ticktext=ticks,
         ),
-        "yaxis": axis("default budget (tokens per step)", range=[0, max(r.defaults_budgets) * 1.2]),
+        "yaxis": axis(words["defaults-y-axis"], range=[0, max(r.defaults_budgets) * 1.2]),
         "showlegend": False,
     }
     return {"data": data, "layout": layout}
