@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lessons.choosing_budget import exercise, figures
+from lessons.choosing_budget import exercise, figures, placing
 from lessons.choosing_budget.lesson import (
     BUDGETS,
     CONTEXT,
@@ -578,7 +578,7 @@ def test_a_budget_lines_label_keeps_off_the_curve(changes):
     r = build(replace(Params(), **changes))
     fig = figures.trade(r)
     lo, hi = fig["layout"]["yaxis"]["range"]
-    band = figures.LABEL_BAND * (hi - lo)
+    band = placing.LABEL_BAND * (hi - lo)
     notes = fig["layout"]["annotations"]
     assert len(notes) == (1 if r.is_default else 2)
     for note in notes:

@@ -38,7 +38,7 @@ from sim.workload import Workload
 
 PREFIX = "mem"
 # text.md sections filled with values of their own, not a readout's (figures.py, ui/predict.py)
-OWN_VALUES = ("labels", "frame-", "predict-revealed")
+OWN_VALUES = ("frame-", "predict-revealed")
 STEP_KEY = f"{PREFIX}-step"
 BLOCK_SIZE: int = next(
     f.default for f in dataclasses.fields(SchedulerConfig) if f.name == "block_size"

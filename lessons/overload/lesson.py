@@ -42,7 +42,7 @@ from sim.timed import config_for, run_timed
 
 PREFIX = "ovl"
 # text.md sections filled with values of their own, not the Readout's (figures.py, predict.py)
-OWN_VALUES = ("labels", "frame-", "predict-revealed")
+OWN_VALUES = ("frame-", "predict-revealed")
 LOADS = (50, 80, 100, 120, 150, 200)
 TARGETS_S = (1, 2, 3, 5, 10)
 HEALTHY_PCT = 80

@@ -38,7 +38,7 @@ from sim.timed import config_for, run_timed
 
 PREFIX = "pol"
 # text.md sections filled with values of their own, not the Readout's (figures.py, predict.py)
-OWN_VALUES = ("labels", "frame-", "predict-revealed")
+OWN_VALUES = ("frame-", "predict-revealed")
 POLICIES = ("fcfs", "priority", "sjf", "prefix-aware", "fair-share")
 N_REQUESTS = 150
 CAPACITY_WAVES = 4  # full batches in the capacity's burst (at least N_REQUESTS requests)

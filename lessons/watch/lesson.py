@@ -45,7 +45,7 @@ from sim.timed import config_for, run_timed
 from sim.workload import Workload
 
 PREFIX = "wch"
-OWN_VALUES = ("labels", "frame-", "predict-revealed", "preset-")
+OWN_VALUES = ("frame-", "predict-revealed", "preset-")
 PRESETS = ("overload", "cache", "budget", "routing", "benchmark", "healthy")
 TARGETS_MS = (25, 50, 100, 200, 400)
 TTFT_TARGET_S = 2.0
