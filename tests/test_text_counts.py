@@ -92,3 +92,32 @@ def test_every_lesson_is_read():
     assert set(LIGHT) | {"memory", "policies", "overload", "watch"} == {
         lesson.id for lesson in lessons()
     }
+
+
+def test_chart_titles_agree_with_their_counts():
+    """Chart words moved from Python f-strings to text.md labels kept the f-strings' slips: "1
+    running requests", "1 steps", "a 8,192-token prompt", "plus 1 decodes", "a step of 1 prompt
+    tokens". The labels now say their counts with the `~noun` and `a` specs."""
+    import lessons.step_cost.figures as cost_figures
+    import lessons.step_cost.lesson as cost
+    import lessons.token_budget.figures as budget_figures
+    import lessons.token_budget.lesson as budget
+
+    r = budget.build(budget.Params(decodes=1, prompt=8192))
+    assert r.running == 1
+    title = budget_figures.timeline(r)["layout"]["title"]["text"]
+    assert "1 running request and an 8,192-token prompt" in title
+    assert (
+        "Budget arithmetic: 1 running request with"
+        in budget_figures.spec(r)["layout"]["title"]["text"]
+    )
+    short = budget.build(budget.Params(decodes=1, prompt=16))  # the prompt in one step
+    texts = [t for trace in budget_figures.spec(short)["data"] for t in (trace.get("text") or [])]
+    assert texts and all(str(t).endswith("<br>1 step") for t in texts)
+    c = cost.build(cost.Params(tokens=1, decodes=1, context_tokens=1))
+    names = [t.get("name", "") for t in cost_figures.curve(c)["data"]]
+    assert "plus 1 decode reading 1 token of KV each" in names
+    assert "your step: 1 token" in " ".join(map(str, names)) or any(
+        "your step: 1 token" in str(t.get("text")) for t in cost_figures.curve(c)["data"]
+    )
+    assert cost_figures.parts(c)["layout"]["title"]["text"].endswith("a step of 1 prompt token")
