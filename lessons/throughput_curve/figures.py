@@ -31,13 +31,6 @@ def labels() -> dict[str, str]:
     return story.labels(TEXT)
 
 
-def _values(r: Readout) -> dict:
-    """The Readout's fields, and the selection as the titles name it, for the labels."""
-    out = dict(vars(r))
-    out["selection"] = fill(labels()["selection"], out)
-    return out
-
-
 def _log_range(values: np.ndarray, pad: float = 1.5) -> tuple[float, float]:
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v) & (v > 0)]
@@ -83,7 +76,7 @@ def curve(r: Readout) -> dict:
     c = r.curves
     ok = c.n <= r.kv_cap
     top, low = _log_range(c.total), _log_range(c.per_user)
-    words, values = labels(), _values(r)
+    words, values = labels(), vars(r)
 
     def part(mask: np.ndarray, series: np.ndarray) -> tuple[list, list]:
         return c.n[mask].tolist(), series[mask].tolist()
@@ -136,7 +129,7 @@ def loop(r: Readout) -> dict:
     n = np.arange(1, r.cl_max + 1)
     top = _log_range(np.concatenate([c.total[n - 1], cl.output_tps]))
     low = _log_range(np.concatenate([c.step_ms[n - 1], cl.itl_ms, cl.ttft_ms, [r.target_ms]]))
-    words, values = labels(), _values(r)
+    words, values = labels(), vars(r)
     dots = {"mode": "lines+markers", "marker": {"size": 9}}
     ms = {"yaxis": "y2", "hovertemplate": words["clients-ms-hover"]}
     tps = {"hovertemplate": words["clients-tps-hover"]}
@@ -170,7 +163,7 @@ def reads(r: Readout) -> dict:
     kv = n * r.kv_per_seq_gb
     w = r.weight_gb
     lo, hi = _log_range(np.append(kv, w), 2.0)
-    words, values = labels(), _values(r)
+    words, values = labels(), vars(r)
     data = [
         line(
             [1, int(n[-1])],
