@@ -264,7 +264,6 @@ def build(p: Params) -> Readout:
     kv_room_gb = pool.kv_pool_gib * GIB / 1e9  # what vLLM would give the cache on each GPU
     return Readout(
         **selection(p, dtype=p.dtype),
-        tp_phrase="" if p.tp == 1 else f", split over {p.tp} GPUs",
         fits=pool.fits,
         memory_gib=gpu.memory_gib,
         weight_gb=weight_gb,

@@ -23,7 +23,6 @@ class Curves:
 @dataclass(frozen=True, eq=False)
 class Readout(Selection):
     # the selection
-    tp_phrase: str
     fits: bool
     memory_gib: float
     # the floor and the slope
