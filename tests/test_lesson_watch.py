@@ -394,7 +394,8 @@ def test_a_budget_within_the_target_keeps_its_run_with_the_fix_on():
 def test_the_cache_fix_describes_the_cache_it_runs():
     r = build(Params(preset="cache", fixed=True))
     said = _said(r, "preset-cache")
-    assert f"{r.fix_blocks:,} blocks instead of {r.num_gpu_blocks:,}" in said
+    assert f"{r.fix_blocks:,} usable blocks instead of {r.usable_blocks:,}" in said
+    assert r.usable_blocks == r.num_gpu_blocks - 1  # the null block holds no tokens
 
 
 def test_the_healthy_dashboard_asks_no_diagnosis_question():

@@ -71,7 +71,7 @@ def rest(r, c) -> None:
     page.say(c, "fixes-left-out")
     page.chart(figures.fixes(c), c, "fixes")
     page.table(tables.fixes(c))
-    page.say(c, "fixes-after", "async")
+    page.say(c, "fixes-after", "fixes-pool-more", "async")
     page.say(r, "takeaway")
 
 

@@ -55,7 +55,8 @@ class Scheduled(Selection):
     KV pool in blocks and the two budgets the run used."""
 
     weights_fit: bool
-    num_gpu_blocks: int
+    num_gpu_blocks: int  # vLLM's count, the null block included
+    usable_blocks: int  # the blocks that hold tokens: all but the null block
     budget: int
     max_num_seqs: int
 
@@ -68,6 +69,7 @@ def scheduled(
         **selection(p, dtype=dtype),
         "weights_fit": weights_fit,
         "num_gpu_blocks": config.num_gpu_blocks,
+        "usable_blocks": config.num_gpu_blocks - 1,
         "budget": config.max_num_batched_tokens,
         "max_num_seqs": config.max_num_seqs,
     }

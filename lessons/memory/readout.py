@@ -144,6 +144,7 @@ class Comparison:
     sync_first_preempt: int
     async_first_preempt: int
     modes_differ: bool  # the two modes preempt differently, from different first steps
+    modes_moved_same_count: bool  # ... as often, but from different first steps
     modes_differ_count: bool  # ... from the same first step, a different number of times
     modes_same_some: bool  # the two modes preempt alike, at least once
     modes_none: bool  # neither mode preempts
@@ -151,6 +152,11 @@ class Comparison:
     fixes: tuple
     fixes_none: bool  # no what-if preempts: the fixes chart draws the TTFT p99 alone
     fixes_memory_left_out: bool
+    pool_more_preempts: bool  # a larger pool preempts more often, running more requests at once
+    as_set_preemptions: int
+    as_set_running: int  # the most requests running at once, as set
+    pool_more_max: int  # the most preemptions of such a larger pool (as_set's if none)
+    pool_more_running: int  # ... and the most requests it runs at once
 
 
 @dataclass(frozen=True)

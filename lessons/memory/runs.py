@@ -28,6 +28,7 @@ from sim.workload import Workload
 
 WATERMARK_FIX = 0.02
 UTIL_FIX_PCT = 5
+LARGER_POOL = ("more_memory", "fp8_kv", "tp2", "bigger_gpu")  # the what-ifs that grow the pool
 CLASSES = ("interactive", "batch")  # priority 0 and 1
 
 
@@ -59,6 +60,7 @@ class Fix:
     itl_p99_ms: float
     output_tokens_per_s: float
     detail: str  # the changed value, for the label
+    peak_running: int  # the most requests running at once
 
 
 def _num(value: float | None) -> float:
@@ -101,6 +103,7 @@ def _fix(key: str, run: Run, detail: str) -> Fix:
         itl_p99_ms=_num(s["itl_ms"]["p99"]),
         output_tokens_per_s=_num(s["output_tokens_per_s"]),
         detail=detail,
+        peak_running=int(np.max(run.num_running)) if run.num_steps else 0,
     )
 
 
@@ -140,10 +143,11 @@ def fixes(
         )
     if p.pool_from == "memory":
         util = min(p.gpu_memory_utilization + UTIL_FIX_PCT, 98)
-        memory = [
-            ("more_memory", {"gpu_memory_utilization": util / 100}, dep, f"{util}%"),
-            ("fp8_kv", {"kv_dtype": "fp8"}, dep, "FP8"),
-        ]
+        memory = [("fp8_kv", {"kv_dtype": "fp8"}, dep, "FP8")]
+        if util > p.gpu_memory_utilization:  # at the top already: no more memory to give
+            memory.insert(
+                0, ("more_memory", {"gpu_memory_utilization": util / 100}, dep, f"{util}%")
+            )
         if p.tp * 2 <= 8:
             two = Deployment(gpu=p.gpu, model=p.model, tp=p.tp * 2, dtype=p.dtype)
             memory.append(("tp2", {"tp": p.tp * 2}, two, f"{p.tp * 2}"))
@@ -185,6 +189,16 @@ def compare(
     asyn, sync = (run, mode) if cfg.async_scheduling else (mode, run)
     fixes_ = fixes(p, cfg, dep, wl, run, catalog_fn, smallest)
     none = not any(row.preemptions for row in rows)
+    as_set = fixes_[0]
+    # a larger pool that preempts more often, running more requests at once than the run as set
+    more = [
+        f
+        for f in fixes_
+        if f.key in LARGER_POOL
+        and f.preemptions > as_set.preemptions
+        and f.peak_running > as_set.peak_running
+    ]
+    worst = max(more, key=lambda f: f.preemptions) if more else as_set
     first_sync, first_async = _first(sync), _first(asyn)
     moved = first_sync != first_async  # the first preemption comes in another step
     differ = moved or int(sync.total_preemptions) != int(asyn.total_preemptions)
@@ -210,7 +224,8 @@ def compare(
         async_preemptions=int(asyn.total_preemptions),
         sync_first_preempt=first_sync,
         async_first_preempt=first_async,
-        modes_differ=moved,
+        modes_differ=moved and int(sync.total_preemptions) != int(asyn.total_preemptions),
+        modes_moved_same_count=moved and int(sync.total_preemptions) == int(asyn.total_preemptions),
         modes_differ_count=differ and not moved,
         modes_same_some=not differ and int(sync.total_preemptions) > 0,
         modes_none=not differ and int(sync.total_preemptions) == 0,
@@ -218,6 +233,11 @@ def compare(
         fixes=tuple(fixes_),
         fixes_none=all(f.preemptions == 0 for f in fixes_),
         fixes_memory_left_out=p.pool_from != "memory",
+        pool_more_preempts=bool(more),
+        as_set_preemptions=as_set.preemptions,
+        as_set_running=as_set.peak_running,
+        pool_more_max=worst.preemptions,
+        pool_more_running=worst.peak_running,
     )
 
 

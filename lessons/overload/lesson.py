@@ -298,6 +298,7 @@ def build(p: Params) -> Readout:
         limit_trims=bool(bound["refused"][at] > 0 and p.load_pct < 100),
         limit_gains=bool(bound["goodput_req_per_s"][at] > free["goodput_req_per_s"][at]),
         peak_overshoots=bool(peak_p99 > 2 * p.ttft_target_s),
+        peak_target_times=peak_p99 / p.ttft_target_s,
         peak_alone_overshoots=bool(peak_p99 > 2 * p.ttft_target_s >= lim_p99),
         both_overshoot=bool(lim_p99 > 2 * p.ttft_target_s and lim_p99 < peak_p99),
         neither_overshoots=bool(max(peak_p99, lim_p99) <= 2 * p.ttft_target_s),

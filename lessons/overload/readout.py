@@ -116,6 +116,7 @@ class Readout(Scheduled):
     peak_overshoots: bool  # the peak-sized limit lets p99 run past twice the target
     # the two limits against twice the target, at the chosen load (exactly one of the four is True)
     peak_alone_overshoots: bool
+    peak_target_times: float  # the peak-sized limit's p99 over the target
     both_overshoot: bool
     neither_overshoots: bool
     sized_no_better: bool  # the sized limit past twice the target and not below the other

@@ -344,7 +344,8 @@ def build(p: Params) -> Readout:
         min_budget=MIN_BUDGET,
         max_num_seqs=MAX_NUM_SEQS,
         num_gpu_blocks=problem_setup.config.num_gpu_blocks,
-        fix_blocks=fix_setup.config.num_gpu_blocks,
+        usable_blocks=problem_setup.config.num_gpu_blocks - 1,  # all but the null block
+        fix_blocks=fix_setup.config.num_gpu_blocks - 1,
         requests=shown.workload.num_requests,
         rate_per_s=shown.rate_per_s,
         capacity_req_per_s=shown.capacity_req_per_s,
@@ -368,6 +369,12 @@ def build(p: Params) -> Readout:
         long_ttft_after_s=long_ttft_p50_s(runs[1]),
         budget_ttft_small=bool(differs and meets and small),
         budget_ttft_big=bool(differs and meets and not small),
+        budget_short_ttft_up=bool(
+            p.preset == "budget" and differs and not meets and good.ttft_p99_s > bad.ttft_p99_s
+        ),
+        budget_short_ttft_down=bool(
+            p.preset == "budget" and differs and not meets and good.ttft_p99_s <= bad.ttft_p99_s
+        ),
         chat_system_prompt=CHAT_SYSTEM_PROMPT,
         prompt_median=PROMPT_MEDIAN,
         long_answer=LONG_ANSWER,

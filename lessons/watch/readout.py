@@ -63,6 +63,7 @@ class Readout(Selection):
     min_budget: int
     max_num_seqs: int
     num_gpu_blocks: int
+    usable_blocks: int  # the blocks that hold tokens: all but the null block
     fix_blocks: int
     requests: int
     rate_per_s: float
@@ -90,6 +91,8 @@ class Readout(Selection):
     budget_ttft_small: bool  # Dashboard 3's fix meets the target and raises the TTFT p99 by
     # at most a quarter
     budget_ttft_big: bool  # ... and by more
+    budget_short_ttft_up: bool  # no budget meets the ITL target, and the small one raises TTFT
+    budget_short_ttft_down: bool  # ... and it does not
     # the dashboards' recipes, as the text names them
     chat_system_prompt: int
     prompt_median: int
