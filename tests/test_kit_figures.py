@@ -158,3 +158,12 @@ def test_a_run_just_longer_than_the_animation_skips_only_a_few_steps():
     picked = anim.sample_steps(205, 200)
     assert picked.shape[0] == 200 and picked[0] == 0 and picked[-1] == 204
     assert set(np.diff(picked).tolist()) == {1, 2}
+
+
+@pytest.mark.parametrize(("num_steps", "max_frames"), [(101, 2), (11, 2), (5, 1)])
+def test_an_animation_with_room_for_two_frames_keeps_the_ends(num_steps, max_frames):
+    # the memory animation asks for 2 frames when its events fill the rest
+    picked = anim.sample_steps(num_steps, max_frames)
+    assert picked.shape[0] <= max_frames and picked[0] == 0
+    if max_frames == 2:
+        assert picked.tolist() == [0, num_steps - 1]

@@ -253,9 +253,10 @@ def test_fcfs_tenants_are_called_alike_only_when_their_medians_are():
         r = build(Params(load_pct=load))
         a, b = r.fcfs_heavy_p50_s, r.fcfs_light_p50_s
         said = _says(r, "fcfs-tenants")
-        alike = abs(a - b) <= max(0.05, 0.1 * min(a, b))
+        alike = abs(a - b) <= max(0.05, pol.ALIKE * min(a, b))
         assert ("waits about as long" in said) == alike, load
         assert ("a gap that comes only from" in said) == (not alike), load
+    assert pol.ALIKE <= 0.1  # 17% apart is not "about as long"
     assert "about as long" not in _says(build(Params()), "fcfs-tenants")
 
 

@@ -50,7 +50,10 @@ def test_memory_says_when_a_larger_pool_preempts_more(heavy_memory):
     quotes the run that shows it."""
     c = heavy_memory
     as_set = c.fixes[0]
-    larger = [f for f in c.fixes if f.key in ("more_memory", "fp8_kv", "tp2", "bigger_gpu")]
+    from lessons.memory.runs import LARGER_POOL
+
+    assert set(LARGER_POOL) == {"more_memory", "fp8_kv", "tp2", "bigger_gpu"}
+    larger = [f for f in c.fixes if f.key in LARGER_POOL]
     worse = [f for f in larger if f.preemptions > as_set.preemptions]
     assert worse and c.pool_more_preempts
     top = max(worse, key=lambda f: f.preemptions)
@@ -149,3 +152,40 @@ def test_every_lesson_counts_the_l4_pool_alike():
     assert pol.usable_blocks == ovl.usable_blocks == mem.num_gpu_blocks - 1
     assert f"{pol.usable_blocks:,} usable KV blocks" in _says("policies", pol, "workload")
     assert "1,970 KV blocks" not in _says("policies", pol, "workload")
+
+
+def test_memory_says_when_only_one_mode_preempts():
+    """'... and 0 times with the synchronous scheduler, the first time in step 0'."""
+    mem = _module("memory")
+    p = dataclasses.replace(
+        mem.Params(),
+        rate=8,
+        gpu_memory_utilization=94,
+        prompt_tokens=4096,
+        output_tokens=64,
+        policy="priority",
+    )
+    c = mem.comparison(p)
+    assert c.sync_preemptions == 0 < c.async_preemptions
+    assert c.modes_only_async and not c.modes_differ and not c.modes_only_sync
+    said = _says("memory", c, "async")
+    assert "step 0" not in said and "0 times" not in said
+    assert "never with the synchronous scheduler" in said
+    assert f"the first time in step {c.async_first_preempt}" in said
+
+
+def test_policies_no_fit_counts_usable_blocks_as_the_workload_does():
+    """'the runs use a pool of 1,970 blocks' beside '1,969 usable KV blocks' (70B on one L4)."""
+    r = _build("policies", model="Llama-3.1-70B")
+    assert not r.weights_fit
+    said = _says("policies", r, "no-fit")
+    assert f"a pool of {r.usable_blocks:,} usable blocks" in said
+    assert f"{r.usable_blocks:,} usable KV blocks" in _says("policies", r, "workload")
+
+
+def test_watch_twice_the_cache_is_twice_the_usable_blocks():
+    r = _build("watch", preset="cache", fixed=True)
+    assert r.fix_blocks == 2 * r.usable_blocks
+    assert f"{r.fix_blocks:,} usable blocks instead of {r.usable_blocks:,}" in _says(
+        "watch", r, "preset-cache"
+    )

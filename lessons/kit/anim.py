@@ -26,7 +26,9 @@ def sample_steps(num_steps: int, max_frames: int = MAX_FRAMES) -> np.ndarray:
     the last (step 1, 5, 10, 15 … rather than 1, 4, 6, 9, 11 …)."""
     if num_steps <= max_frames:
         return np.arange(num_steps)
-    raw = (num_steps - 1) / max(max_frames - 2, 1)
+    if max_frames <= 2:  # room for the ends only
+        return np.unique([0, num_steps - 1])[: max(max_frames, 1)]
+    raw = (num_steps - 1) / (max_frames - 2)
     if raw < 2:  # a round spacing (2) would halve the frames: skip a few steps evenly instead
         return np.unique(np.linspace(0, num_steps - 1, max_frames).round().astype(int))
     spacing = round_spacing(raw, whole=True)

@@ -145,6 +145,8 @@ class Comparison:
     async_first_preempt: int
     modes_differ: bool  # the two modes preempt differently, from different first steps
     modes_moved_same_count: bool  # ... as often, but from different first steps
+    modes_only_async: bool  # only the async run preempts
+    modes_only_sync: bool  # only the synchronous run preempts
     modes_differ_count: bool  # ... from the same first step, a different number of times
     modes_same_some: bool  # the two modes preempt alike, at least once
     modes_none: bool  # neither mode preempts

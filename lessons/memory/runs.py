@@ -143,7 +143,7 @@ def fixes(
         )
     if p.pool_from == "memory":
         util = min(p.gpu_memory_utilization + UTIL_FIX_PCT, 98)
-        memory = [("fp8_kv", {"kv_dtype": "fp8"}, dep, "FP8")]
+        memory = [("fp8_kv", {"kv_dtype": "fp8"}, dep, "")]  # its label names it
         if util > p.gpu_memory_utilization:  # at the top already: no more memory to give
             memory.insert(
                 0, ("more_memory", {"gpu_memory_utilization": util / 100}, dep, f"{util}%")
@@ -201,6 +201,7 @@ def compare(
     worst = max(more, key=lambda f: f.preemptions) if more else as_set
     first_sync, first_async = _first(sync), _first(asyn)
     moved = first_sync != first_async  # the first preemption comes in another step
+    n_sync, n_async = int(sync.total_preemptions), int(asyn.total_preemptions)
     differ = moved or int(sync.total_preemptions) != int(asyn.total_preemptions)
     return Comparison(
         fcfs_interactive_preempted=fcfs_i.preemptions,
@@ -224,7 +225,9 @@ def compare(
         async_preemptions=int(asyn.total_preemptions),
         sync_first_preempt=first_sync,
         async_first_preempt=first_async,
-        modes_differ=moved and int(sync.total_preemptions) != int(asyn.total_preemptions),
+        modes_differ=moved and n_sync != n_async and min(n_sync, n_async) > 0,
+        modes_only_async=n_sync == 0 < n_async,
+        modes_only_sync=n_async == 0 < n_sync,
         modes_moved_same_count=moved and int(sync.total_preemptions) == int(asyn.total_preemptions),
         modes_differ_count=differ and not moved,
         modes_same_some=not differ and int(sync.total_preemptions) > 0,

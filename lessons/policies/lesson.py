@@ -273,7 +273,9 @@ def build(p: Params) -> Readout:
         below_capacity=p.load_pct <= 100 and not no_choice,
         never_queues=never_queues,
         one_waits=no_choice and not never_queues,
-        short_of_full=p.load_pct > 100 and no_choice,
+        short_of_full=p.load_pct > 100
+        and no_choice
+        and int(np.max(made.runs[POLICIES[0]].num_running)) < made.capacity_running,
         capacity_running=made.capacity_running,
         arrival_span_s=float(np.ptp(run.arrival_s)),
         peak_running=int(np.max(made.runs[POLICIES[0]].num_running)),

@@ -183,7 +183,8 @@ def setup(key: tuple, target_ms: int, preset: str, fixed: bool) -> Setup:
         blocks = min(MAX_NUM_SEQS // 4 * seq_blocks, base.num_gpu_blocks // 2)
         squeezed = dataclasses.replace(base, num_gpu_blocks=blocks)
         spec, cap = _sized(squeezed, dep, **lengths)
-        config = dataclasses.replace(squeezed, num_gpu_blocks=2 * blocks) if fixed else squeezed
+        twice = 2 * (blocks - 1) + 1  # twice the usable blocks, and the null block
+        config = dataclasses.replace(squeezed, num_gpu_blocks=twice) if fixed else squeezed
         return Setup(config, _at(spec, cap), cap, cap)
     if preset == "budget":
         lengths = {
