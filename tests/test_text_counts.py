@@ -121,3 +121,18 @@ def test_chart_titles_agree_with_their_counts():
         "your step: 1 token" in str(t.get("text")) for t in cost_figures.curve(c)["data"]
     )
     assert cost_figures.parts(c)["layout"]["title"]["text"].endswith("a step of 1 prompt token")
+
+
+def test_the_kit_timeline_counts_one_decoding_request():
+    """The budget timeline's hover said "1 requests, 1 token each" (its words now live in
+    lessons/kit/labels.md, with the count spec)."""
+    import lessons.token_budget.figures as budget_figures
+    import lessons.token_budget.lesson as budget
+
+    r = budget.build(budget.Params(decodes=1))
+    hovers = [
+        str(c)
+        for trace in budget_figures.timeline(r)["data"]
+        for c in trace.get("customdata") or []
+    ]
+    assert "1 request, 1 token each" in hovers and "1 requests, 1 token each" not in hovers

@@ -13,10 +13,20 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
+from lessons.kit import story
 from lessons.theme import color, palette
+
+KIT_LABELS = Path(__file__).with_name("labels.md")
+
+
+def kit_labels() -> dict[str, str]:
+    """The kit's own chart words, from lessons/kit/labels.md (`- key :: words`)."""
+    return story.labels(KIT_LABELS)
+
 
 INK = "#1b1b1f"
 GRID = "#d9d9de"
@@ -219,20 +229,24 @@ def block_grid(owner: np.ndarray, columns: int = 64, *, owners: int | None = Non
         "showscale": False,
         "xgap": 1,
         "ygap": 1,
-        "hovertemplate": "block %{customdata}<extra></extra>",
+        "hovertemplate": kit_labels()["block-hover"],
         "customdata": np.where(
             np.arange(rows * columns) < owner.size, np.arange(rows * columns), -1
         ).reshape(rows, columns),
     }
 
 
-# The parts of a step as sim.cost prices them: (field of StepCosts, label, colour role).
-COST_PARTS = (
-    ("linear_ms", "linear layers", "compute"),
-    ("attention_ms", "attention", "attention"),
-    ("lm_head_ms", "LM head", "lm_head"),
-    ("comm_ms", "GPU-to-GPU exchange", "comm"),
-    ("overhead_ms", "fixed overhead", "overhead"),
+# The parts of a step as sim.cost prices them: (field of StepCosts, label, colour role); the
+# labels are lessons/kit/labels.md's `part-<field>`.
+COST_PARTS = tuple(
+    (name, kit_labels()[f"part-{name}"], role)
+    for name, role in (
+        ("linear_ms", "compute"),
+        ("attention_ms", "attention"),
+        ("lm_head_ms", "lm_head"),
+        ("comm_ms", "comm"),
+        ("overhead_ms", "overhead"),
+    )
 )
 
 

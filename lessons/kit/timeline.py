@@ -19,11 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from lessons.kit.anim import animate, sample_steps
+from lessons.kit.figures import kit_labels as labels
+from lessons.kit.story import fill as filled
 from lessons.theme import color
 from sim.run import Run
 
 DECODE, PROMPT, RECOMPUTE = 0, 1, 2
-KIND_NAMES = ("decode", "prompt chunk", "recompute")
+KIND_NAMES = tuple(labels()[f"kind-{k}"] for k in ("decode", "prompt", "recompute"))
 MAX_LABELLED_STEPS = 12
 VEIL = "rgba(128, 128, 128, 0.30)"
 
@@ -95,29 +97,30 @@ def classify(run: Run) -> BudgetFill:
 
 
 def _names(run: Run, names: dict[int, str] | None) -> list[str]:
-    ids = run.workload.request_ids
-    return [(names or {}).get(i, f"request {ids[i]}") for i in range(len(ids))]
+    ids, word = run.workload.request_ids, labels()["request"]
+    return [(names or {}).get(i, filled(word, {"id": ids[i]})) for i in range(len(ids))]
 
 
 def _hover(fill: BudgetFill, idx: np.ndarray, kind: int, names: list[str]) -> list[str]:
-    out = []
+    words, out = labels(), []
     for k in idx:
         parts = [(names[r], t) for r, t, kd in fill.items[k] if kd == kind]
         if kind == DECODE:
-            out.append(f"{len(parts)} requests, 1 token each" if parts else "none")
+            out.append(filled(words["decoders"], {"n": len(parts)}) if parts else words["nobody"])
         else:
-            out.append(", ".join(f"{nm}: {t:,}" for nm, t in parts) or "none")
+            out.append(", ".join(f"{nm}: {t:,}" for nm, t in parts) or words["nobody"])
     return out
 
 
 def _step_caption(fill: BudgetFill, k: int) -> str:
-    used = int(fill.used[k])
-    bits = [f"{int(fill.decode[k]):,} decode"]
+    words = labels()
+    bits = [filled(words["caption-decode"], {"n": int(fill.decode[k])})]
     if fill.prompt[k]:
-        bits.append(f"{int(fill.prompt[k]):,} prompt")
+        bits.append(filled(words["caption-prompt"], {"n": int(fill.prompt[k])}))
     if fill.recompute[k]:
-        bits.append(f"{int(fill.recompute[k]):,} recompute")
-    return f"Step {int(fill.steps[k])}: {' + '.join(bits)} = {used:,} of {fill.budget:,} tokens"
+        bits.append(filled(words["caption-recompute"], {"n": int(fill.recompute[k])}))
+    values = {"step": int(fill.steps[k]), "parts": " + ".join(bits), "used": int(fill.used[k])}
+    return filled(words["caption"], {**values, "budget": fill.budget})
 
 
 def budget_timeline(
@@ -148,11 +151,12 @@ def budget_timeline(
     xs = fill.steps[idx]
     budget = fill.budget
     who = _names(run, names)
+    words = labels()
     data: list[dict] = []
     layers = (
-        (DECODE, fill.decode, "decode tokens (1 per running request)", "decode"),
-        (PROMPT, fill.prompt, "prompt chunks", "prefill"),
-        (RECOMPUTE, fill.recompute, "recomputed tokens (after preemption)", "recompute"),
+        (DECODE, fill.decode, words["layer-decode"], "decode"),
+        (PROMPT, fill.prompt, words["layer-prompt"], "prefill"),
+        (RECOMPUTE, fill.recompute, words["layer-recompute"], "recompute"),
     )
     for kind, values, label, role in layers:
         if kind == RECOMPUTE and not values[idx].any():
@@ -165,9 +169,7 @@ def budget_timeline(
                 "y": values[idx].tolist(),
                 "customdata": _hover(fill, idx, kind, who),
                 "marker": {"color": color(role)},
-                "hovertemplate": "step %{x}: %{y:,} tokens<br>%{customdata}<extra>"
-                + KIND_NAMES[kind]
-                + "</extra>",
+                "hovertemplate": f"{words['step-hover']}<extra>{KIND_NAMES[kind]}</extra>",
             }
         )
     # Unused budget: dashed outlines from the top of each bar up to the budget.
@@ -183,7 +185,7 @@ def budget_timeline(
         {
             "type": "scatter",
             "mode": "lines",
-            "name": "unused budget",
+            "name": words["unused"],
             "x": ux or [None],
             "y": uy or [None],
             "line": {"color": color("unused"), "width": 1.5, "dash": "dash"},
@@ -194,7 +196,7 @@ def budget_timeline(
         {
             "type": "scatter",
             "mode": "lines",
-            "name": f"token budget: {budget:,}",
+            "name": filled(words["budget-line"], {"budget": budget}),
             "x": [float(xs[0]) - 0.5, float(xs[-1]) + 0.5],
             "y": [budget, budget],
             "line": {"color": color("budget"), "width": 2, "dash": "dot"},
@@ -219,16 +221,16 @@ def budget_timeline(
         )
     y_top = budget * 1.32
     layout: dict = {
-        "title": {"text": title or f"How each step spends its {budget:,}-token budget"},
+        "title": {"text": title or filled(words["title"], {"budget": budget})},
         "barmode": "stack",
         "bargap": 0.2,
         "height": 470,
         "xaxis": {
-            "title": {"text": "scheduler step (one forward pass each)"},
+            "title": {"text": words["x-axis"]},
             "range": [float(xs[0]) - 0.6, float(xs[-1]) + 0.6],
             **({"dtick": 1} if idx.shape[0] <= 30 else {}),
         },
-        "yaxis": {"title": {"text": "budget used (tokens)"}, "range": [0, y_top]},
+        "yaxis": {"title": {"text": words["y-axis"]}, "range": [0, y_top]},
         "margin": {"t": 110},
     }
     figure = {"data": data, "layout": layout}
@@ -236,9 +238,8 @@ def budget_timeline(
         return figure
     shown = idx[sample_steps(idx.shape[0])]
     if shown.shape[0] < idx.shape[0]:
-        layout["title"]["text"] += (
-            f"<br><sup>animation: {shown.shape[0]} of {idx.shape[0]} steps, evenly sampled</sup>"
-        )
+        note = filled(words["sampled"], {"shown": shown.shape[0], "total": idx.shape[0]})
+        layout["title"]["text"] += f"<br><sup>{note}</sup>"
     cursor = len(data)
     x_end = float(xs[-1]) + 0.6
 
@@ -249,7 +250,7 @@ def budget_timeline(
                 {
                     "type": "scatter",
                     "mode": "lines",
-                    "name": "current step",
+                    "name": words["current"],
                     "showlegend": False,
                     "x": [x - 0.45, x + 0.45, x + 0.45, x - 0.45, x - 0.45],
                     "y": [0, 0, budget, budget, 0],
@@ -259,7 +260,7 @@ def budget_timeline(
                 {
                     "type": "scatter",
                     "mode": "lines",
-                    "name": "steps not run yet",
+                    "name": words["not-yet"],
                     "showlegend": False,
                     "x": [x + 0.5, x_end, x_end, x + 0.5, x + 0.5],
                     "y": [0, 0, y_top, y_top, 0],
@@ -284,7 +285,7 @@ def budget_timeline(
 
     frame_list = [frame(int(k)) for k in shown]
     figure["data"] = data + frame_list[0]["data"]
-    labels = [str(int(fill.steps[k])) for k in shown]
+    steps = [str(int(fill.steps[k])) for k in shown]
     target = first if open_at_step is None else int(open_at_step)
     start = min(range(len(shown)), key=lambda i: abs(int(fill.steps[shown[i]]) - target))
-    return animate(figure, frame_list, labels, prefix="step ", start=start)
+    return animate(figure, frame_list, steps, prefix=words["slider"] + " ", start=start)
