@@ -64,7 +64,7 @@ WARNINGS = (
     ("len-refused", "block"),
     ("pool-raised", "memory"),
 )
-UTILIZATIONS = (50, 98)  # gpu_memory_utilization in percent: the slider's range
+UTILIZATIONS = runs.UTILIZATIONS  # gpu_memory_utilization in percent: the slider's range
 MOST_MEMORY = {"gpu_memory_utilization": UTILIZATIONS[1] / 100}  # the slider at its top
 
 

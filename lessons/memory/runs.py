@@ -28,6 +28,7 @@ from sim.workload import Workload
 
 WATERMARK_FIX = 0.02
 UTIL_FIX_PCT = 5
+UTILIZATIONS = (50, 98)  # gpu_memory_utilization in percent: the lesson's slider range
 LARGER_POOL = ("more_memory", "fp8_kv", "tp2", "bigger_gpu")  # the what-ifs that grow the pool
 CLASSES = ("interactive", "batch")  # priority 0 and 1
 
@@ -142,7 +143,7 @@ def fixes(
             )
         )
     if p.pool_from == "memory":
-        util = min(p.gpu_memory_utilization + UTIL_FIX_PCT, 98)
+        util = min(p.gpu_memory_utilization + UTIL_FIX_PCT, UTILIZATIONS[1])
         memory = [("fp8_kv", {"kv_dtype": "fp8"}, dep, "")]  # its label names it
         if util > p.gpu_memory_utilization:  # at the top already: no more memory to give
             memory.insert(
