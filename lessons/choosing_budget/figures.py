@@ -51,7 +51,7 @@ def _vline(
         {
             "type": "scatter",
             "mode": "lines",
-            "name": label.strip(),
+            "name": label,
             "x": [x, x],
             "y": [10**lo, 10**hi],
             "yaxis": yaxis,
@@ -63,7 +63,7 @@ def _vline(
     ]
     lo, hi = ranges[0]
     note = {
-        "text": label.strip(),
+        "text": label,
         "xref": "x",
         "yref": "y",
         "x": float(np.log10(x)),  # annotations on a log axis are placed in log10 units

@@ -69,7 +69,7 @@ def scheduled(
         **selection(p, dtype=dtype),
         "weights_fit": weights_fit,
         "num_gpu_blocks": config.num_gpu_blocks,
-        "usable_blocks": config.num_gpu_blocks - 1,
+        "usable_blocks": config.kv_blocks_usable,
         "budget": config.max_num_batched_tokens,
         "max_num_seqs": config.max_num_seqs,
     }

@@ -144,11 +144,10 @@ def fixes(
         )
     if p.pool_from == "memory":
         util = min(p.gpu_memory_utilization + UTIL_FIX_PCT, UTILIZATIONS[1])
-        memory = [("fp8_kv", {"kv_dtype": "fp8"}, dep, "")]  # its label names it
+        memory = []
         if util > p.gpu_memory_utilization:  # at the top already: no more memory to give
-            memory.insert(
-                0, ("more_memory", {"gpu_memory_utilization": util / 100}, dep, f"{util}%")
-            )
+            memory.append(("more_memory", {"gpu_memory_utilization": util / 100}, dep, f"{util}%"))
+        memory.append(("fp8_kv", {"kv_dtype": "fp8"}, dep, ""))  # its label names it
         if p.tp * 2 <= 8:
             two = Deployment(gpu=p.gpu, model=p.model, tp=p.tp * 2, dtype=p.dtype)
             memory.append(("tp2", {"tp": p.tp * 2}, two, f"{p.tp * 2}"))
@@ -203,7 +202,7 @@ def compare(
     first_sync, first_async = _first(sync), _first(asyn)
     moved = first_sync != first_async  # the first preemption comes in another step
     n_sync, n_async = int(sync.total_preemptions), int(asyn.total_preemptions)
-    differ = moved or int(sync.total_preemptions) != int(asyn.total_preemptions)
+    differ = moved or n_sync != n_async
     return Comparison(
         fcfs_interactive_preempted=fcfs_i.preemptions,
         fcfs_batch_preempted=fcfs_b.preemptions,
@@ -222,17 +221,17 @@ def compare(
         cache_saves_some=recompute_on < recompute_off,
         cache_same_some=recompute_off <= recompute_on and recompute_on > 0,
         cache_none_twice=recompute_on == recompute_off == 0,
-        sync_preemptions=int(sync.total_preemptions),
-        async_preemptions=int(asyn.total_preemptions),
+        sync_preemptions=n_sync,
+        async_preemptions=n_async,
         sync_first_preempt=first_sync,
         async_first_preempt=first_async,
         modes_differ=moved and n_sync != n_async and min(n_sync, n_async) > 0,
         modes_only_async=n_sync == 0 < n_async,
         modes_only_sync=n_async == 0 < n_sync,
-        modes_moved_same_count=moved and int(sync.total_preemptions) == int(asyn.total_preemptions),
+        modes_moved_same_count=moved and n_sync == n_async,
         modes_differ_count=differ and not moved,
-        modes_same_some=not differ and int(sync.total_preemptions) > 0,
-        modes_none=not differ and int(sync.total_preemptions) == 0,
+        modes_same_some=not differ and n_sync > 0,
+        modes_none=not differ and n_sync == 0,
         class_rows=tuple(rows),
         fixes=tuple(fixes_),
         fixes_none=all(f.preemptions == 0 for f in fixes_),

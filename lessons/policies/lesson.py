@@ -256,6 +256,7 @@ def build(p: Params) -> Readout:
     same = bool(np.ptp(each("hit")) < 0.5)  # every policy finds the same share in the cache
     builds = bool(each("peak_waiting").max() >= QUEUE_BUILDS)  # a queue worth the name
     a_heaviest = bool(np.bincount(wl.tenant, minlength=TENANTS).argmax() == 0)
+    peak_running = int(np.max(made.runs[POLICIES[0]].num_running))  # the first policy's run
     return Readout(
         **scheduled(p, cfg, made.weights_fit, dtype=p.dtype),
         prefix_caching=p.prefix_caching,
@@ -273,12 +274,10 @@ def build(p: Params) -> Readout:
         below_capacity=p.load_pct <= 100 and not no_choice,
         never_queues=never_queues,
         one_waits=no_choice and not never_queues,
-        short_of_full=p.load_pct > 100
-        and no_choice
-        and int(np.max(made.runs[POLICIES[0]].num_running)) < made.capacity_running,
+        short_of_full=p.load_pct > 100 and no_choice and peak_running < made.capacity_running,
         capacity_running=made.capacity_running,
         arrival_span_s=float(np.ptp(run.arrival_s)),
-        peak_running=int(np.max(made.runs[POLICIES[0]].num_running)),
+        peak_running=peak_running,
         capacity_req_per_s=made.capacity_req_per_s,
         rate_per_s=made.rate_per_s,
         policy=policy_name(p.policy),

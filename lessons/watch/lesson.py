@@ -331,6 +331,7 @@ def build(p: Params) -> Readout:
     overload = p.preset == "overload"
     other = bad.preemptions > 0 or bad.itl_p99_ms > p.itl_target_ms
     short = good.ttft_p99_s > TTFT_TARGET_S or good.itl_p99_ms > p.itl_target_ms
+    no_budget_meets = bool(p.preset == "budget" and differs and not meets)  # even the smallest
     return Readout(
         **selection(p, dtype=p.dtype),
         preset=preset_name(p.preset),
@@ -345,8 +346,8 @@ def build(p: Params) -> Readout:
         min_budget=MIN_BUDGET,
         max_num_seqs=MAX_NUM_SEQS,
         num_gpu_blocks=problem_setup.config.num_gpu_blocks,
-        usable_blocks=problem_setup.config.num_gpu_blocks - 1,  # all but the null block
-        fix_blocks=fix_setup.config.num_gpu_blocks - 1,
+        usable_blocks=problem_setup.config.kv_blocks_usable,
+        fix_blocks=fix_setup.config.kv_blocks_usable,
         requests=shown.workload.num_requests,
         rate_per_s=shown.rate_per_s,
         capacity_req_per_s=shown.capacity_req_per_s,
@@ -358,7 +359,7 @@ def build(p: Params) -> Readout:
         now_in_bands=now.in_bands,
         budget_differs=bool(differs),
         budget_fixes=bool(differs and meets),
-        budget_short=bool(p.preset == "budget" and differs and not meets),
+        budget_short=no_budget_meets,
         healthy_ok=good.in_bands,
         ask_problem=not p.fixed and p.preset != "healthy",
         ask_healthy=not p.fixed and p.preset == "healthy",
@@ -370,12 +371,8 @@ def build(p: Params) -> Readout:
         long_ttft_after_s=long_ttft_p50_s(runs[1]),
         budget_ttft_small=bool(differs and meets and small),
         budget_ttft_big=bool(differs and meets and not small),
-        budget_short_ttft_up=bool(
-            p.preset == "budget" and differs and not meets and good.ttft_p99_s > bad.ttft_p99_s
-        ),
-        budget_short_ttft_down=bool(
-            p.preset == "budget" and differs and not meets and good.ttft_p99_s <= bad.ttft_p99_s
-        ),
+        budget_short_ttft_up=no_budget_meets and good.ttft_p99_s > bad.ttft_p99_s,
+        budget_short_ttft_down=no_budget_meets and good.ttft_p99_s <= bad.ttft_p99_s,
         chat_system_prompt=CHAT_SYSTEM_PROMPT,
         prompt_median=PROMPT_MEDIAN,
         long_answer=LONG_ANSWER,
