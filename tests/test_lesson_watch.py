@@ -21,6 +21,7 @@ from lessons.watch import lesson as wch
 from lessons.watch.lesson import PRESETS, Params, build, run_for, setup
 from sim.cost import Deployment, step_ms
 from sim.metrics import kv_usage
+from sim.models import num_gpu_blocks
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, past_predictions, run_page
 
 PAGE = "views/lesson_watch.py"
@@ -38,6 +39,20 @@ SIGNS = ("waiting_grows", "kv_pinned", "step_spikes", "low_hits")
 def _key(gpu: str) -> tuple:
     p = Params()
     return (gpu, p.model, p.tp, p.dtype)
+
+
+def _budget(key: tuple, target: int, preset: str, fixed: bool) -> int:
+    return wch.engine_budget(Deployment(*key[:2], tp=key[2], dtype=key[3]), target, preset, fixed)
+
+
+def _setup(key: tuple, target: int, preset: str, fixed: bool):
+    """The lesson's setup of one dashboard at an ITL target, as build() finds it."""
+    return setup(key, _budget(key, target, preset, fixed), preset, fixed)
+
+
+def _run(key: tuple, target: int, preset: str, fixed: bool):
+    """The lesson's run of one dashboard at an ITL target, as build() finds it."""
+    return run_for(key, _budget(key, target, preset, fixed), preset, fixed)
 
 
 def _shown(signs) -> set[str]:
@@ -71,7 +86,7 @@ def _ttft_p99(run) -> float:
 def test_the_readings_are_the_runs_own(preset):
     r = build(dataclasses.replace(Params(), preset=preset))
     for fixed, signs in ((False, r.problem), (True, r.fix)):
-        run = run_for(_key(Params().gpu), TARGET, preset, fixed)
+        run = _run(_key(Params().gpu), TARGET, preset, fixed)
         wl = run.workload
         assert signs.ttft_p99_s == pytest.approx(_ttft_p99(run))
         assert signs.preemptions == int(run.num_preempted.sum())
@@ -91,7 +106,7 @@ def test_the_readings_are_the_runs_own(preset):
 
 def test_the_dashboard_points_are_the_runs_gauges():
     r = build(Params())
-    run = run_for(_key(Params().gpu), TARGET, "overload", False)
+    run = _run(_key(Params().gpu), TARGET, "overload", False)
     d = r.dash
     kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
     before = 0.0
@@ -130,19 +145,19 @@ def test_the_preemption_axis_ticks_whole_numbers(preset):
 
 def test_the_fixes_are_what_the_text_says():
     key = _key(Params().gpu)
-    over = (setup(key, TARGET, "overload", False), setup(key, TARGET, "overload", True))
+    over = (_setup(key, TARGET, "overload", False), _setup(key, TARGET, "overload", True))
     assert over[1].rate_per_s == pytest.approx(over[0].rate_per_s / 2)  # a second replica
-    cache = (setup(key, TARGET, "cache", False), setup(key, TARGET, "cache", True))
+    cache = (_setup(key, TARGET, "cache", False), _setup(key, TARGET, "cache", True))
     usable = [c.config.num_gpu_blocks - 1 for c in cache]  # the null block holds no tokens
     assert usable[1] == 2 * usable[0]  # "twice the cache"
-    big, fit = setup(key, TARGET, "budget", False), setup(key, TARGET, "budget", True)
+    big, fit = _setup(key, TARGET, "budget", False), _setup(key, TARGET, "budget", True)
     assert big.config.max_num_batched_tokens == wch.BIG_BUDGET
     assert fit.config.max_num_batched_tokens == wch.budget_for(Deployment(*key[:2]), TARGET)
     np.testing.assert_array_equal(big.workload.prompt_tokens, fit.workload.prompt_tokens)
-    rand, routed = setup(key, TARGET, "routing", False), setup(key, TARGET, "routing", True)
+    rand, routed = _setup(key, TARGET, "routing", False), _setup(key, TARGET, "routing", True)
     assert set(routed.workload.prefix_id.tolist()) == set(range(wch.SYSTEM_PROMPTS // 2))
     assert len(set(rand.workload.prefix_id.tolist())) == wch.SYSTEM_PROMPTS
-    bench, real = setup(key, TARGET, "benchmark", False), setup(key, TARGET, "benchmark", True)
+    bench, real = _setup(key, TARGET, "benchmark", False), _setup(key, TARGET, "benchmark", True)
     assert len(set(bench.workload.prompt_tokens.tolist())) == 1
     assert real.rate_per_s == bench.rate_per_s
     assert real.workload.prompt_tokens.max() > 5 * bench.workload.prompt_tokens.max()
@@ -252,15 +267,15 @@ def test_the_diagnosis_questions_describe_the_opening_dashboards():
         assert named in bank.question(qid).prompt, qid
     key = _key(opening.gpu)
     for preset in ("overload", "budget"):
-        run = run_for(key, TARGET, preset, False)
+        run = _run(key, TARGET, preset, False)
         kv = kv_usage(run.kv_blocks_used, run.kv_blocks_usable) * 100
         assert kv.max() < wch.KV_BAND_PCT and run.total_preemptions == 0, preset
-    grows = run_for(key, TARGET, "overload", False)  # grows while requests come, then drains
+    grows = _run(key, TARGET, "overload", False)  # grows while requests come, then drains
     waiting = np.asarray(grows.num_waiting)
     last = int(np.searchsorted(np.asarray(grows.step_start_s), grows.arrival_s.max())) - 1
     assert waiting.argmax() <= last and waiting[-1] == 0 < waiting[last]
     assert wch.signs(grows, TARGET).waiting_grows
-    short = run_for(key, TARGET, "budget", False)
+    short = _run(key, TARGET, "budget", False)
     assert short.num_waiting.max() <= wch.WAITING_BAND
     assert short.step_ms.max() > 2 * TARGET
     # "again and again ... several times the ITL target": most of the panel's points
@@ -321,7 +336,7 @@ def test_the_budget_fix_names_its_ttft_price(gpu, target):
     assert r.budget_fixes and said
     little = r.fix.ttft_p99_s <= 1.25 * r.problem.ttft_p99_s
     assert ("a little later" in said) == little
-    runs = [run_for(_key(gpu), target, "budget", f) for f in (False, True)]
+    runs = [_run(_key(gpu), target, "budget", f) for f in (False, True)]
     for run, value in zip(runs, (r.long_ttft_before_s, r.long_ttft_after_s), strict=True):
         wl = run.workload
         long = wl.priority > wl.priority.min()  # the recipe's second class: the documents
@@ -352,7 +367,7 @@ def test_a_replica_rate_is_its_share_of_the_stream():
     fix = build(Params(preset="routing", fixed=True))
     assert fix.requests != problem.requests
     assert fix.rate_per_s / fix.requests == pytest.approx(problem.rate_per_s / problem.requests)
-    run = run_for(_key(Params().gpu), TARGET, "routing", True)
+    run = _run(_key(Params().gpu), TARGET, "routing", True)
     span = run.arrival_s.max() - run.arrival_s.min()
     assert fix.rate_per_s == pytest.approx((fix.requests - 1) / span, rel=0.2)
 
@@ -402,3 +417,50 @@ def test_the_healthy_dashboard_asks_no_diagnosis_question():
     said = _said(build(Params(preset="healthy")), "ask")
     assert "Check yourself" not in said and "nothing to cure" in said
     assert "Check yourself" in _said(build(Params()), "ask")
+
+
+def test_targets_with_one_budget_share_their_runs():
+    """Runs are keyed by the engine's budget, not the ITL target: on the L4 every target up to
+    200 ms gives the smallest budget, so moving between them runs nothing again; Dashboard 3
+    before its fix runs the large budget whatever the target."""
+    key = _key("L4")
+    dep = Deployment(*key[:2])
+    same = [t for t in wch.TARGETS_MS if wch.budget_for(dep, t) == wch.MIN_BUDGET]
+    assert len(same) >= 2
+    first = build(Params(gpu="L4", itl_target_ms=same[0]))
+    for target in same[1:]:
+        r = build(Params(gpu="L4", itl_target_ms=target))
+        assert _run(key, target, "overload", False) is _run(key, same[0], "overload", False)
+        assert r.problem.ttft_p99_s == first.problem.ttft_p99_s
+    big = {wch.engine_budget(dep, t, "budget", False) for t in wch.TARGETS_MS}
+    assert big == {wch.BIG_BUDGET}
+    fixed = {wch.engine_budget(dep, t, "budget", True) for t in wch.TARGETS_MS}
+    assert fixed == {wch.budget_for(dep, t) for t in wch.TARGETS_MS}
+
+
+@pytest.mark.parametrize("gpu", ["L4", "H100-SXM"])
+def test_the_large_budget_runs_on_the_pool_vllm_would_give_it(gpu):
+    """vLLM sizes the KV pool after a profiling step of max_num_batched_tokens tokens, so
+    Dashboard 3's large budget runs on the catalog's pool for that budget, not the fix's. On
+    the L4 that pool is small enough to preempt, and the page says so, with the two pools."""
+    key = _key(gpu)
+    big, fit = (_setup(key, 100, "budget", f) for f in (False, True))
+    np.testing.assert_array_equal(big.workload.prompt_tokens, fit.workload.prompt_tokens)
+    assert big.rate_per_s == fit.rate_per_s
+    big, fit = big.config, fit.config
+    for config in (big, fit):
+        want = num_gpu_blocks(
+            gpu, key[1], max_num_batched_tokens=config.max_num_batched_tokens, dtype=key[3]
+        )
+        assert config.num_gpu_blocks == want
+    r = build(Params(gpu=gpu, preset="budget", fixed=True, itl_target_ms=100))
+    preempts = r.problem.preemptions > r.fix.preemptions
+    assert r.budget_pool_preempts == (preempts and big.kv_blocks_usable < fit.kv_blocks_usable)
+    assert r.budget_pool_preempts == (gpu == "L4")
+    said = " ".join(story.text(TEXT, "fix-note", r).split())
+    if r.budget_pool_preempts:
+        assert f"held {big.kv_blocks_usable:,} usable blocks" in said
+        assert f"{fit.kv_blocks_usable:,}." in said
+        assert f"{r.problem.preemptions} preemptions before the fix" in said
+    else:
+        assert said == ""

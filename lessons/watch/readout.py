@@ -86,6 +86,7 @@ class Readout(Selection):
     overload_other_signs: bool  # ... preemptions or the ITL p99 too (a slow GPU)
     overload_fix_short: bool  # ... and with the fix the TTFT or ITL p99 still misses its target
     routing_full: bool  # Dashboard 4 before its fix also preempts (a cache that runs full)
+    budget_pool_preempts: bool  # Dashboard 3's large budget left a smaller pool, which preempted
     long_ttft_before_s: float  # Dashboard 3's long documents: median TTFT before the fix
     long_ttft_after_s: float  # ... and with it
     budget_ttft_small: bool  # Dashboard 3's fix meets the target and raises the TTFT p99 by
