@@ -25,7 +25,8 @@ CASES = [
 
 
 def _clear() -> None:
-    lesson.traced_run.cache_clear()
+    lesson._traced_run.cache_clear()
+    lesson._comparison.cache_clear()
     lesson.workload.cache_clear()
     figures._pool.cache_clear()
 

@@ -697,3 +697,34 @@ def test_a_faster_stream_is_said_to_change_nothing_only_where_it_does():
     assert not _same(Params(rate=slow), Params(rate=min(shown)))
     # PRIORITY lets interactive requests ahead of the batch job: never said there
     assert not build(Params(rate=min(shown), policy="priority")).rate_changes_nothing
+
+
+@pytest.mark.parametrize("p", VARIANTS, ids=_ids)
+def test_limits_longer_than_every_request_share_one_run(p):
+    """A max_model_len longer than every request changes no decision, so such limits share
+    one run (lesson.runs_as): the shared run must be the run made at the limit itself, step for
+    step, and a limit a request reaches must get a run of its own."""
+    longest = mem.longest_sequence(p)
+    longer = [m for m in mem.MAX_MODEL_LENS if m > longest]
+    assert len(longer) >= 2
+    for limit in longer[:2]:
+        q = dataclasses.replace(p, max_model_len=limit)
+        assert mem.runs_as(q).max_model_len == mem.MAX_MODEL_LENS[-1]
+        _, shared = mem.traced_run(q)
+        s, own = mem._traced_run.__wrapped__(q)  # made at the limit itself, not cached
+        assert s.config.max_model_len == limit != shared.config.max_model_len
+        for name in ("num_scheduled_tokens", "kv_blocks_used", "num_preempted", "step_ms"):
+            np.testing.assert_array_equal(getattr(shared, name), getattr(own, name), name)
+        np.testing.assert_array_equal(shared.first_token_s, own.first_token_s)
+        r = build(q)
+        assert r.max_model_len == limit and r.len_changes_nothing
+        said = " ".join(story.text(TEXT, "paging", r).split())
+        assert f"The longest request in this run is {longest:,} tokens" in said
+    reached = [m for m in mem.MAX_MODEL_LENS if m <= longest]
+    for limit in reached:
+        q = dataclasses.replace(p, max_model_len=limit)
+        assert mem.runs_as(q) == q
+        if mem.all_refused(q) is None:
+            r = build(q)
+            assert not r.len_changes_nothing
+            assert "The longest request" not in story.text(TEXT, "paging", r)

@@ -45,9 +45,9 @@ def test_warming_also_makes_what_a_lesson_lists_in_warm_also(monkeypatch):
 
     monkeypatch.setattr(warm, "lessons", lambda: [lesson("memory")])
     assert mem.comparison in mem.WARM_ALSO
-    mem.comparison.cache_clear()
+    mem._comparison.cache_clear()
     assert warm.warm_all() == ["memory"]
-    assert mem.comparison.cache_info().currsize == 1
-    hits = mem.comparison.cache_info().hits
+    assert mem._comparison.cache_info().currsize == 1
+    hits = mem._comparison.cache_info().hits
     mem.comparison(mem.Params())
-    assert mem.comparison.cache_info().hits == hits + 1
+    assert mem._comparison.cache_info().hits == hits + 1

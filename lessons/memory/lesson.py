@@ -334,20 +334,45 @@ def arrivals_queue_behind(run: Run) -> bool:
     return True
 
 
-@lru_cache(maxsize=16)
+def longest_sequence(p: Params) -> int:
+    """The longest request of the selection, prompt and answer together (refused ones too)."""
+    _, prompt, output, _, _ = _requests(p.prompt_tokens, p.output_tokens, p.rate)
+    return int((prompt + output).max())
+
+
+def runs_as(p: Params) -> Params:
+    """The selection whose runs `p` shares. A max_model_len longer than every request changes
+    no decision: it refuses no prompt, stops no sequence, and the pool does not depend on it
+    (vLLM reserves nothing per request). So every such limit runs as the largest one, and
+    moving the slider among them runs nothing again (tests/test_lesson_memory.py checks the
+    shared runs against runs made at the limit itself)."""
+    if longest_sequence(p) < p.max_model_len:
+        return dataclasses.replace(p, max_model_len=MAX_MODEL_LENS[-1])
+    return p
+
+
 def traced_run(p: Params) -> tuple[Setup, Run]:
     """The selection's run with its block tables (shared by build and comparison)."""
+    return _traced_run(runs_as(p))
+
+
+@lru_cache(maxsize=16)
+def _traced_run(p: Params) -> tuple[Setup, Run]:
     s = setup(p)
     timer = timer_for(s.deployment, async_scheduling=p.async_scheduling)
     return s, run_traced(s.config, s.workload, timer)
 
 
-@lru_cache(maxsize=16)
 def comparison(p: Params) -> Comparison:
     """The comparisons (runs.compare) for one selection: a few more runs, cached apart from
     build() so that the grid does not wait for them (and made at server start for the opening
-    selection, WARM_ALSO)."""
-    s, run = traced_run(p)
+    selection, WARM_ALSO). Shared as the runs are (`runs_as`)."""
+    return _comparison(runs_as(p))
+
+
+@lru_cache(maxsize=16)
+def _comparison(p: Params) -> Comparison:
+    s, run = _traced_run(p)
     return runs.compare(
         p,
         s.config,
@@ -372,6 +397,7 @@ def build(p: Params) -> Readout:
     memory = p.pool_from == "memory"
     raised = wanted < floor and (fits or not memory)  # no pool at all is the no-fit note's
     same_rate = arrivals_queue_behind(run)
+    longest = longest_sequence(p)
     pool_set = catalog if memory else wanted  # the pool vLLM is asked to start with
     return Readout(
         **selection(p, dtype=p.dtype),
@@ -415,6 +441,8 @@ def build(p: Params) -> Readout:
         async_scheduling=p.async_scheduling,
         watermark=p.watermark,
         max_model_len=p.max_model_len,
+        longest_seq_tokens=longest,
+        len_changes_nothing=longest < p.max_model_len,
         num_steps=int(run.num_steps),
         **fr.summary(),
         **victims.summary(),

@@ -55,6 +55,10 @@ class Readout(UsedLimits, Selection):
     async_scheduling: bool
     watermark: float
     max_model_len: int
+    longest_seq_tokens: int  # the longest request, prompt and answer together
+    len_changes_nothing: (
+        bool  # every request is shorter than max_model_len: the run is the same at any such limit
+    )
     # the run
     num_steps: int
     total_ms: float
