@@ -97,6 +97,59 @@ def _by_request(token_req: np.ndarray, token_time: np.ndarray) -> tuple[np.ndarr
     return keys >> bits, time[keys & ((1 << bits) - 1)]
 
 
+def _by_request_of_run(run: Run, token_time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_by_request` of a run's tokens without a sort, in time O(tokens).
+
+    A request samples at most one token per step, and once it has its first token it usually
+    samples one in every step until it ends. For such a request, token i (in time order) is its
+    token of step first + i, so its place among the sorted tokens is known at once: its
+    request's first slot plus (step - first). Requests with a gap (a step without a token, as
+    after a preemption) are sorted apart, and a placement that is not a permutation falls back
+    to `_by_request`. The result is `_by_request`'s, element for element (a 100,000-request
+    trace has 28 million tokens, which a sort took 4 s to order). Indices are int32 where they
+    fit: on this machine a new array of 28 million int64 costs 0.4 s in page faults alone."""
+    req = np.asarray(run.token_req).reshape(-1)
+    time = np.asarray(token_time, dtype=np.float64).reshape(-1)
+    step = np.asarray(run.token_step).reshape(-1)
+    first = np.asarray(run.first_token_step)
+    n = req.size
+    if (
+        n < 2
+        or n >= 1 << 31
+        or step.shape != req.shape
+        or req.min() < 0
+        or int(req.max()) >= first.size
+        or not (time[1:] >= time[:-1]).all()
+    ):
+        return _by_request(req, time)
+    count = np.bincount(req, minlength=first.size).astype(np.int32)
+    start = (np.cumsum(count, dtype=np.int64) - count).astype(np.int32)
+    rel = first.astype(np.int32)[req]
+    np.subtract(step, rel, out=rel, casting="unsafe")  # step - first, in place
+    pos = count[req]
+    gap = np.zeros(count.size, dtype=bool)
+    gap[req[(rel < 0) | (rel >= pos)]] = True
+    pos = start[req]
+    pos += rel  # the token's slot among the sorted tokens
+    values = time
+    if gap.any():
+        apart = gap[req]
+        keep = ~apart
+        sub_req, sub_time = _by_request(req[apart], time[apart])  # few tokens: sort them
+        lens = count[gap]
+        base = np.repeat(start[gap] - (np.cumsum(lens) - lens), lens)
+        pos = np.concatenate((pos[keep], base + np.arange(sub_req.size, dtype=np.int32)))
+        values = np.concatenate((time[keep], sub_time))
+    seen = np.zeros(n, dtype=bool)
+    seen[pos] = True
+    if not seen.all():  # not a permutation: two tokens of one request in a step, say
+        return _by_request(req, time)
+    out_time = np.empty(n)
+    out_time[pos] = values
+    out_req = np.repeat(np.arange(count.size, dtype=np.int64), count)
+    return out_req, out_time
+
+
 def inter_token_gaps(
     token_req: np.ndarray, token_time: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -270,7 +323,7 @@ def measure(run: Run) -> Measured:
 
 def _request_metrics(run: Run, times: np.ndarray, arrival: np.ndarray) -> RequestMetrics:
     """`request_metrics` with the token times and arrivals (`_token_clock`) already computed."""
-    lat, gap_req, gap = _latencies(*_by_request(run.token_req, times), arrival)
+    lat, gap_req, gap = _latencies(*_by_request_of_run(run, times), arrival)
     finished = np.asarray(run.finish_step) >= 1
     nan = np.full(arrival.size, np.nan)
     if run.timed:

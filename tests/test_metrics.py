@@ -457,3 +457,97 @@ def test_summary_of_a_run_priced_by_the_cost_model():
     assert s["num_good"] == 40
     assert s["goodput_req_per_s"] == pytest.approx(40 / s["makespan_s"])
     assert s["ttft_ms"]["p50"] <= s["ttft_ms"]["p90"] <= s["ttft_ms"]["p99"] <= s["ttft_ms"]["max"]
+
+
+# --- tokens grouped by request without a sort (metrics._by_request_of_run) ----------------------
+
+
+def _runs_to_group():
+    """Real runs of many kinds: sync and async, preempting or not, prefix caching, step
+    replays and timed runs."""
+    from sim.config import SchedulerConfig
+    from sim.scheduler import run_steps
+    from sim.timed import run_with_timer
+
+    rng = np.random.default_rng(5)
+    for seed in range(6):
+        n = 80
+        wl = Workload.build(
+            rng.integers(40, 600, n),
+            rng.integers(1, 120, n),
+            arrival_step=np.sort(rng.integers(1, 60, n)),
+            prefix_id=rng.integers(-1, 3, n),
+            prefix_tokens=np.full(n, 32),
+        )
+        config = SchedulerConfig(
+            max_num_batched_tokens=int(rng.choice([256, 512, 2048])),
+            max_num_seqs=int(rng.choice([8, 32])),
+            max_model_len=1024,
+            num_gpu_blocks=int(rng.choice([70, 120, 2000])),
+            enable_prefix_caching=bool(seed % 2),
+            async_scheduling=bool(seed % 3 == 0),
+            policy="priority" if seed == 4 else "fcfs",
+        )
+        yield run_steps(config, wl)
+        timed = replace(wl, arrival_step=None, arrival_s=np.sort(rng.uniform(0, 2, n)))
+        yield run_with_timer(config, timed, ten_ms_per_step)
+
+
+def test_grouping_without_a_sort_is_the_sort_element_for_element():
+    from sim.metrics import _by_request, _by_request_of_run, _token_clock
+
+    preempting = 0
+    for run in _runs_to_group():
+        times, _ = _token_clock(run)
+        want = _by_request(run.token_req, times)
+        got = _by_request_of_run(run, times)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        preempting += int(run.num_preemptions.sum() > 0)
+    assert preempting >= 2  # requests with a gap in their tokens were sorted apart
+
+
+def test_grouping_without_a_sort_by_hand():
+    """TIMED's request 0 has no token in step 3 (a gap): it is sorted apart; a wrong first
+    step or two tokens of one request in one step fall back to the sort, with its result."""
+    from sim.metrics import _by_request_of_run, _token_clock
+
+    times, _ = _token_clock(TIMED)
+    req, time = _by_request_of_run(TIMED, times)
+    assert req.tolist() == [0, 0, 0, 1, 1, 1]
+    np.testing.assert_allclose(time, [0.1, 0.2, 0.4, 0.2, 0.35, 0.4])
+    wrong_first = replace(TIMED, first_token_step=a(2, 1))
+    np.testing.assert_array_equal(_by_request_of_run(wrong_first, times)[1], time)
+    twice = replace(TIMED, token_req=a(0, 0, 1, 1, 1, 0), token_step=a(1, 2, 2, 3, 3, 4))
+    times, _ = _token_clock(twice)
+    req, time = _by_request_of_run(twice, times)
+    assert req.tolist() == [0, 0, 0, 1, 1, 1]
+    np.testing.assert_allclose(time, [0.1, 0.2, 0.4, 0.2, 0.35, 0.35])
+
+
+def test_a_run_without_preemptions_is_grouped_without_any_sort(monkeypatch):
+    """The point of the placement: a run whose requests never pause (no preemption) sorts
+    nothing at all; a preempting one sorts only its victims' tokens."""
+    import sim.metrics as metrics
+
+    sorted_sizes: list[int] = []
+    plain = metrics._by_request
+
+    def spy(req, time):
+        sorted_sizes.append(int(np.size(req)))
+        return plain(req, time)
+
+    monkeypatch.setattr(metrics, "_by_request", spy)
+    seen = {"calm": 0, "preempting": 0}
+    for run in _runs_to_group():
+        sorted_sizes.clear()
+        times, _ = metrics._token_clock(run)
+        metrics._by_request_of_run(run, times)
+        if run.num_preemptions.sum() == 0:
+            assert sorted_sizes == []
+            seen["calm"] += 1
+        else:
+            victims = run.num_preemptions > 0
+            assert sum(sorted_sizes) <= run.num_output_tokens[victims].sum()
+            seen["preempting"] += 1
+    assert min(seen.values()) >= 2
