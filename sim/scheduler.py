@@ -53,6 +53,7 @@ NOT_ARRIVED, WAITING, RUNNING, FINISHED = 0, 1, 2, 3
 DEFAULT_MAX_STEPS = 5_000_000
 PROGRESS_EVERY_S = 0.25  # how often a long run calls its `progress(done, total)` (wall time)
 _EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY32 = np.zeros(0, dtype=np.int32)
 
 # A step-time model for timed runs: arrays over steps in, step durations in ms out.
 StepTimer = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -810,8 +811,11 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
         cols, start_s, step_ms = self.log.arrays()
         if self.async_sched:
             self._async_shift(cols)
-        tok_req = np.concatenate(self.tok_req) if self.tok_req else _EMPTY
-        tok_step = np.concatenate(self.tok_step) if self.tok_step else _EMPTY
+        # int32 as the pieces are joined (one copy, not an int64 join and a cast)
+        tok_req, tok_step = (
+            np.concatenate(parts, dtype=np.int32, casting="unsafe") if parts else _EMPTY32
+            for parts in (self.tok_req, self.tok_step)
+        )
         nan = np.full(self.n, np.nan)
         if self.timed:
             end_s = start_s + step_ms / 1e3
@@ -833,8 +837,8 @@ class Engine(WindowMixin, QuietRunMixin, AsyncMixin, ClosedLoopMixin, GatewayMix
             timed=self.timed,
             step_start_s=start_s,
             step_ms=step_ms,
-            token_req=tok_req.astype(np.int32),
-            token_step=tok_step.astype(np.int32),
+            token_req=tok_req,
+            token_step=tok_step,
             first_scheduled_step=self.first_sched,
             first_token_step=self.first_token,
             finish_step=self.finish,
