@@ -114,3 +114,24 @@ def test_a_tiny_upload_still_draws_its_curves_on_an_axis_with_ticks():
         xs = [x for t in fig["data"] for x in t["x"]]
         if xaxis.get("type") == "log":
             assert ("dtick" in xaxis) == (max(xs) >= 10 * min(xs))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["**x**[a](http:evil).csv", "[Click here](https:__evil.example) ## H.csv", "<b>x</b>.csv"],
+)
+def test_an_uploaded_file_name_is_shown_as_plain_text(name):
+    """A walk found an upload named '**x**[a](http:evil).csv' drawn in bold with a live link
+    in the summary: the name is data, shown as plain text."""
+    import markdown_it
+
+    from lessons.kit import story
+
+    p = tool.Params()
+    trace = tool.load(GOOD, name, tool.max_model_len(p))
+    r = tool.build(trace, p, tool.run_side(p, "a", trace), tool.run_side(p, "b", trace))
+    said = story.text(tool.TEXT, "summary", r)
+    html = markdown_it.MarkdownIt("gfm-like").enable("linkify").render(said)
+    assert html.count("<strong>") == 1  # the name's own bold, nothing inside it
+    for tag in ("<a", "<img", "<h1", "<h2", "<b>", "<code", "<em"):
+        assert tag not in html, html

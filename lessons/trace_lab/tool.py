@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from lessons.kit import shared
-from lessons.kit.controls import Choice, Integer, Steps, Toggle, control
+from lessons.kit.controls import Choice, Integer, Steps, Toggle, control, shown
 from lessons.kit.limits import BUDGETS, effective
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
@@ -51,6 +51,7 @@ def trace_name(key: str) -> str:
 
 MAX_UPLOAD_MB = 20
 MAX_REQUESTS = 200_000
+NAME_CHARS = 80  # the most of a file name the summary shows
 POLICIES = ("fcfs", "priority", *TEACHING_POLICIES)
 _CACHE: OrderedDict[tuple, Side] = OrderedDict()
 _CACHE_SIZE = 8
@@ -235,7 +236,7 @@ def is_cached(p: Params, side: str, trace: Trace) -> bool:
 class Readout:
     """What the page quotes: the trace and both sides."""
 
-    trace_name: str
+    trace_name: str  # the file's name as plain text (controls.shown): an upload names it
     requests: int
     span_s: float
     mean_prompt: float
@@ -256,7 +257,7 @@ def build(trace: Trace, p: Params, a: Side, b: Side) -> Readout:
     arrivals = np.asarray(wl.arrival_s, dtype=np.float64)
     ratio = b.ttft_p99_ms / a.ttft_p99_ms if a.ttft_p99_ms > 0 else float("nan")
     return Readout(
-        trace_name=trace.name,
+        trace_name=shown(trace.name, limit=NAME_CHARS),
         requests=wl.num_requests,
         span_s=float(arrivals.max() - arrivals.min()) if wl.num_requests else 0.0,
         mean_prompt=float(np.mean(wl.prompt_tokens)),
