@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import difflib
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ MAX_TRACE_TOKENS = 100_000_000  # longer than any model's context; keeps int64 c
 MAX_TRACE_INTEGER = 2**53  # other integer columns: exact in float64
 _FIRST_ROW = 2  # spreadsheet numbering: row 1 is the header
 _HEADER_NOTE = " (row 1 is the header)"
+_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
 def _source_name(source: object) -> str:
@@ -146,6 +148,8 @@ def _read_frame(source: object, name: str) -> pd.DataFrame:
             nrows=MAX_TRACE_ROWS + 1,
             skip_blank_lines=False,
             skipinitialspace=True,
+            keep_default_na=False,  # only an empty cell is missing: "nan" is not a number
+            na_values=[""],
             encoding="utf-8-sig",
             low_memory=False,  # one dtype per column, no DtypeWarning on large mixed files
         )
@@ -155,6 +159,10 @@ def _read_frame(source: object, name: str) -> pd.DataFrame:
         raise SimInputError(f"{name} is not a CSV text file (it is not UTF-8 text)") from None
     except pd.errors.ParserError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "parse error"
+        fields = _FIELDS.search(first)  # pandas: "Expected 3 fields in line 4, saw 4"
+        if fields:
+            want, row, got = fields.groups()
+            first = f"row {row} has {got} fields, the header has {want}"
         raise SimInputError(f"{name} is not a valid CSV file: {first}") from None
     except FileNotFoundError:
         raise SimInputError(f"trace file not found: {source}") from None

@@ -29,6 +29,15 @@ GOOD = b"arrival_s,prompt_tokens,output_tokens\n0,100,20\n0.5,300,40\n1.0,50,10\
         (b"", "empty"),
         (b"arrival_s,prompt_tokens,output_tokens\n", "no requests"),
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00binary", "binary"),
+        # a walk: "nan" was called empty, and a long row got pandas' own words
+        (
+            b"arrival_s,prompt_tokens,output_tokens\n0,1,2\nnan,100,20\n",
+            "not a number in 1 row: row 3",
+        ),
+        (
+            b"arrival_s,prompt_tokens,output_tokens\n0,1,2\n1,2,3,4\n",
+            "row 3 has 4 fields, the header has 3",
+        ),
     ],
 )
 def test_a_bad_trace_is_refused_with_one_line(data, says):

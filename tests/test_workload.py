@@ -252,7 +252,7 @@ HEADER = "arrival_s,prompt_tokens,output_tokens\n"
         (HEADER + "0,5.5,1\n", "prompt_tokens is not a whole number in 1 row: row 2"),
         (HEADER + "0,5,1\n1,,1\n", "prompt_tokens is empty in 1 row: row 3"),
         (HEADER + "0,5,1\n\n1,5,1\n", "arrival_s is empty in 1 row: row 3"),
-        (HEADER + "0,5,1\nnan,5,1\n", "arrival_s is empty in 1 row: row 3"),
+        (HEADER + "0,5,1\nnan,5,1\n", "arrival_s is not a number in 1 row: row 3"),
         (HEADER + "inf,5,1\n", "arrival_s is not a finite number in 1 row: row 2"),
         (HEADER + "0,5,1e30\n", "output_tokens is above 100,000,000 in 1 row: row 2"),
         (
