@@ -118,6 +118,12 @@ def _text_sizes(node: object, path: str = "") -> list[tuple[str, float]]:
     return out
 
 
+def _top_margin(layout: dict) -> float:
+    from lessons.kit.figures import HOUSE
+
+    return {**HOUSE["margin"], **layout.get("margin", {})}["t"]
+
+
 def test_presenter_mode_makes_every_text_projector_size(page_charts):
     """Presenter mode (lessons/kit/present.py): every text at least 18 px, taller plots, and
     the house rules still hold (valid Plotly, the legend where the template puts it)."""
@@ -135,9 +141,30 @@ def test_presenter_mode_makes_every_text_projector_size(page_charts):
         for key in ("xaxis", "yaxis"):
             axis = big["layout"][key]
             assert min(axis["tickfont"]["size"], axis["title"]["font"]["size"]) >= 18, page
-        tall = spec["layout"].get("height", 450) * 1.2
-        assert big["layout"]["height"] > tall or big["layout"]["height"] == MAX_HEIGHT_PX, page
-        assert big["layout"]["height"] <= MAX_HEIGHT_PX  # the whole chart on a 720 px screen
+        height, top = spec["layout"].get("height", 450), _top_margin(spec["layout"])
+        grown, grown_top = big["layout"]["height"], big["layout"]["margin"]["t"]
+        # taller, up to a 720 px screen; never a smaller plot area than on the page (the step
+        # loop's 700 px chart, cut to 640 with larger text, lost its category labels)
+        assert grown - grown_top >= height - top, page
+        assert grown > 1.2 * height or grown == MAX_HEIGHT_PX or height * 1.2 > MAX_HEIGHT_PX
+        assert grown <= 1.5 * max(MAX_HEIGHT_PX, height), page
+        # no two labels of a y axis with fixed ticks closer than their font size (the lanes of
+        # chunked prefill were printed on top of each other)
+        plot = grown - grown_top - big["layout"]["margin"]["b"]
+        for key, axis in big["layout"].items():
+            if not key.startswith("yaxis") or axis.get("showticklabels") is False:
+                continue
+            ticks = axis.get("tickvals")
+            if ticks is None and axis.get("type") == "category":
+                ticks = list(range(len(axis.get("categoryarray", []))))
+            if not ticks or len(ticks) < 2:
+                continue
+            ticks = sorted(ticks)
+            gap = min(b - a for a, b in zip(ticks, ticks[1:], strict=False))
+            lo, hi = sorted(axis.get("range") or (ticks[0] - gap / 2, ticks[-1] + gap / 2))
+            share = axis.get("domain", [0, 1])[1] - axis.get("domain", [0, 1])[0]
+            spacing_px = plot * share * gap / (hi - lo)
+            assert spacing_px >= axis["tickfont"]["size"], (page, key, spacing_px)
         assert not {"x", "y", "xanchor", "yanchor"} & set(big["layout"]["legend"]), page
         import plotly.graph_objects as go
 

@@ -4,8 +4,9 @@ On a projector the class reads the charts, and the instructor says the rest. `br
 section's headings and the first sentence of its first paragraph (or first list item), so each
 section keeps one short line; tables, code and the rest are left to the full page.
 `presented()` returns a copy of a figure with every text at least `PRESENT_PX` (18 px at
-1280x720 is the bar; the house style's 14-18 px grow by a third) and a taller plot, never
-taller than `MAX_HEIGHT_PX`, so that it fits a projector's screen.
+1280x720 is the bar; the house style's 14-18 px grow by a third) and a taller plot, up to
+`MAX_HEIGHT_PX` so that it fits a projector's screen, but never with a smaller plot area than
+on the page (a chart taller than that on the page stays as tall, plus its larger top margin).
 Pure functions: the page (ui/lesson_page.py, ui/charts.py) decides when they apply.
 """
 
@@ -24,6 +25,7 @@ DEFAULT_HEIGHT_PX = 450  # Plotly's height when a figure sets none
 # the tallest a presented chart gets: with the app's header it fits a 1280x720 projector whole
 # (the memory grid and the watch dashboard grew to 918 and 775 px, taller than the screen)
 MAX_HEIGHT_PX = 640
+ROW_SPACING = 1.25  # labels of a y axis at least this many font sizes apart when presenting
 
 # A sentence ends at . ! or ? followed by a space and a capital, a digit, a quote, a bracket
 # or markup; "e.g. " and "i.e. " do not end one.
@@ -98,6 +100,35 @@ def _sized(node: Any, house: dict) -> dict:
     return node
 
 
+def _rows_px(layout: dict) -> float:
+    """The plot height (px) at which the labels of every y axis with fixed ticks (`tickvals`,
+    or a category axis's `categoryarray`) are ROW_SPACING times their font size apart: Plotly
+    drops category labels that would collide, and prints fixed ticks on top of each other."""
+    need = 0.0
+    for key, axis in layout.items():
+        if not key.startswith("yaxis") or not isinstance(axis, dict):
+            continue
+        if axis.get("showticklabels") is False or axis.get("visible") is False:
+            continue
+        if "tickvals" in axis:
+            ticks = sorted(float(v) for v in axis["tickvals"])
+        elif axis.get("type") == "category" and "categoryarray" in axis:
+            ticks = [float(i) for i in range(len(axis["categoryarray"]))]
+        else:
+            continue
+        if len(ticks) < 2:
+            continue
+        gap = min(b - a for a, b in zip(ticks, ticks[1:], strict=False))
+        lo, hi = axis.get("range") or (ticks[0] - gap / 2, ticks[-1] + gap / 2)
+        lo, hi = sorted((float(lo), float(hi)))
+        share = float(axis.get("domain", [0, 1])[1]) - float(axis.get("domain", [0, 1])[0])
+        if gap <= 0 or share <= 0:
+            continue
+        font = float(axis.get("tickfont", {}).get("size", PRESENT_PX))
+        need = max(need, ROW_SPACING * font * (hi - lo) / gap / share)
+    return need
+
+
 def presented(figure: dict) -> dict:
     """The figure as a projector shows it: all text at least PRESENT_PX, the plot taller.
     Only sizes change: the house template keeps every position (the legend above the plot)."""
@@ -114,11 +145,20 @@ def presented(figure: dict) -> dict:
         tick = axis.get("tickfont", {}).get("size", house["tickfont"]["size"])
         axis["tickfont"] = {**axis.get("tickfont", {}), "size": _grow(tick)}
         big[key] = axis
-    tall = round(float(layout.get("height", DEFAULT_HEIGHT_PX)) * HEIGHT_SCALE)
-    big["height"] = min(tall, MAX_HEIGHT_PX)
     # room above the plot for the title and a legend whose larger entries take more rows
     margin = {**HOUSE["margin"], **layout.get("margin", {})}
-    big["margin"] = {**margin, "t": round(margin["t"] * TOP_SCALE)}
+    top = round(margin["t"] * TOP_SCALE)
+    big["margin"] = {**margin, "t": top}
+    # taller, up to what a projector shows whole; but never a smaller plot area than on the
+    # page: a tall chart (the step loop's 700 px) capped to MAX_HEIGHT_PX with larger text
+    # lost category labels and ran its rows into one another
+    height = float(layout.get("height", DEFAULT_HEIGHT_PX))
+    tall = min(round(height * HEIGHT_SCALE), MAX_HEIGHT_PX)
+    grown = max(tall, round(height) + top - margin["t"])
+    # and tall enough that no two labels of a y axis overlap at the larger size
+    plot = grown - top - margin.get("b", HOUSE["margin"]["b"])
+    rows = _rows_px(big)
+    big["height"] = grown + max(0, round(rows - plot))
     out = {**figure, "layout": big}
     if "data" in figure:
         out["data"] = [_fonts(trace, base) for trace in figure["data"]]

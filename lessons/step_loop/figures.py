@@ -142,6 +142,7 @@ def _full(r: Readout, traces: list[dict]) -> list[dict]:
         "y": _rows(r),
         "textposition": "outside",
         "cliponaxis": False,
+        "constraintext": "none",  # Plotly would shrink the label to the bar's thickness
         "showlegend": False,
         "marker": {"color": [*colors, color("unused")], "opacity": [1.0] * n + [0.3]},
     }
@@ -155,6 +156,7 @@ def _full(r: Readout, traces: list[dict]) -> list[dict]:
             "yaxis": "y5",
             "textposition": "middle right",
             "textfont": {"size": 14},
+            "cliponaxis": False,  # two lines of larger text overflow their strip when presenting
             "hoverinfo": "skip",
             "showlegend": False,
         },
