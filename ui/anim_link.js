@@ -56,7 +56,11 @@
   }
   function pick(event) {
     const gd = animated(event.target);
-    if (gd) current = gd;
+    if (!gd) return;
+    current = gd;
+    // Plotly's drag layer keeps a click from focusing the page; embedded in another site's
+    // iframe, the keys would then go to that site: a click on the chart takes the focus
+    if (event.type === "pointerdown" && window !== window.top) window.focus();
   }
   document.addEventListener("pointerover", pick, true);
   document.addEventListener("pointerdown", pick, true);
@@ -157,8 +161,9 @@
     function (event) {
       const typing = event.target.closest && event.target.closest("input, textarea, select, [contenteditable=true], [role=slider]");
       if (typing || event.altKey || event.ctrlKey || event.metaKey) return;
-      if (event.key === "n" || event.key === "p") {
-        toSection(event.key === "n" ? 1 : -1);
+      const letter = event.key.length === 1 ? event.key.toLowerCase() : ""; // N as n (Shift, Caps Lock)
+      if (letter === "n" || letter === "p") {
+        toSection(letter === "n" ? 1 : -1);
         event.preventDefault();
         return;
       }
