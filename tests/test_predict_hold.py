@@ -197,3 +197,24 @@ def test_check_yourself_does_not_ask_the_predictions_again(lesson_id):
     assert any(m.value.startswith(f"**{first_other}.** ") for m in at.markdown)
     at.switch_page("views/practice.py").run(timeout=180)
     assert _quiz_radios(at, lesson_id) == {slug + q.id.replace("_", "-") for q in bank.questions}
+
+
+@pytest.mark.parametrize("lesson_id", sorted(HELD))
+def test_skipping_goes_into_the_link_and_the_link_shows_the_runs(lesson_id):
+    """A walk: on a projector, "Show the runs without predicting" changed the page but not the
+    address bar, so the link reopened the questions. Now it carries `<prefix>-skip=1`."""
+    from ui.predict import skip_url_key
+
+    module = __import__(f"lessons.{lesson_id}.lesson", fromlist=["PREFIX"])
+    key = skip_url_key(module.PREFIX)
+    at = run_page(lesson(lesson_id).page, timeout=180)
+    assert key not in at.query_params
+    past_predictions(at)
+    assert at.query_params[key] == "1"
+    linked = run_page(lesson(lesson_id).page, query={key: "1"}, timeout=180)
+    _assert_shown(linked, lesson_id)
+    bad = run_page(lesson(lesson_id).page, query={key: "[x](http://evil.example)"}, timeout=180)
+    _assert_held(bad, lesson_id)
+    warned = " ".join(w.value for w in bad.warning)
+    assert f"This link sets {key} to" in warned and "\\[x\\]" in warned
+    assert key not in bad.query_params

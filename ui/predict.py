@@ -15,6 +15,7 @@ from lessons.quiz.progress import question_key
 from lessons.text import section
 from ui import class_reveal
 from ui.lesson_page import LessonPage
+from ui.links import bad_link, write_url
 from ui.quiz import render_question
 from ui.state import progress
 
@@ -53,6 +54,24 @@ def _opening(page: LessonPage) -> bool:
     return page.params_cls(**{name: page.upcoming(name) for name in page.declared}) == (
         page.params_cls()
     )
+
+
+def skip_url_key(prefix: str) -> str:
+    """The address bar's record of "Show the runs without predicting" (`?mem-skip=1`): a link
+    reopens the page as it was shown, the runs drawn, not the questions."""
+    return f"{prefix}-skip"
+
+
+def _skip_from_link(page: LessonPage) -> None:
+    """Take a link's skip into the session (a bad value is reported and ignored), and keep the
+    address bar saying whether the runs are shown without predicting."""
+    url_key = skip_url_key(page.prefix)
+    raw = st.query_params.get(url_key)
+    if raw == "1":
+        st.session_state[skip_key(page.prefix)] = True
+    elif raw is not None:
+        bad_link(url_key, raw, "1", section(SITE_TEXT, "predict-skip-link"))
+    write_url(url_key, "1" if st.session_state.get(skip_key(page.prefix)) else None)
 
 
 def _drawn_key(prefix: str) -> str:
@@ -121,7 +140,9 @@ def predict_box(
 
     def skip() -> None:
         st.session_state[skip_key(page.prefix)] = True
+        write_url(skip_url_key(page.prefix), "1")
 
+    _skip_from_link(page)
     asked = _asked(page)
     page.predicted = bool(asked)  # the footer's quiz does not ask them again
     new = _room(page)[1]
