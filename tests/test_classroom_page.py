@@ -106,3 +106,25 @@ def test_the_room_counts_one_student_in_the_singular():
     student.button[0].click().run()
     teacher.run()
     assert "1 student in the room" in _texts(teacher)
+
+
+def test_the_leaderboard_is_a_plain_table_when_presenting_with_names_as_text():
+    """A walk: on a projector the leaderboard stayed a data grid at 14 px (its canvas ignores
+    the page's larger type). Presenting, it is a plain table; st.table reads Markdown, so a
+    nickname is escaped there."""
+    teacher = run_page(PAGE, query={"lesson": "step_cost", "present": "1"}, timeout=90)
+    teacher.button(key="class-open").click().run()
+    code = teacher.query_params["room"]
+    student = run_page(PAGE, query={"room": code})
+    student.text_input(key="class-nick").input("**Bo** [x](http://e.x)")
+    student.button[0].click().run()
+    teacher.button(key="class-next").click().run()
+    q = lesson("step_cost").bank().questions[0]
+    student.run()
+    radio = next(r for r in student.radio if r.key.startswith("class-choice-"))
+    radio.set_value(q.correct_choice)
+    next(b for b in student.button if b.key.endswith("-send")).click().run()
+    teacher.button(key="class-reveal").click().run()
+    assert not teacher.dataframe and len(teacher.table) == 1
+    (name,) = teacher.table[0].value["nickname"].tolist()
+    assert name.startswith("\\*\\*Bo\\*\\* \\[x\\]") and "](" not in name

@@ -219,7 +219,11 @@ def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
         say("leaderboard")
         rows = {"nickname": [b.nickname for b in board], "right": [b.right for b in board]}
         rows["answered"] = [b.answered for b in board]
-        st.dataframe(rows, hide_index=True)
+        if present.on():  # a plain table, at projector size (the data grid's canvas stays small)
+            rows["nickname"] = [shown(name) for name in rows["nickname"]]  # st.table reads Markdown
+            st.table(rows, hide_index=True)
+        else:
+            st.dataframe(rows, hide_index=True)
 
 
 # -- a student --------------------------------------------------------------------------------
