@@ -128,3 +128,22 @@ def test_the_leaderboard_is_a_plain_table_when_presenting_with_names_as_text():
     assert not teacher.dataframe and len(teacher.table) == 1
     (name,) = teacher.table[0].value["nickname"].tolist()
     assert name.startswith("\\*\\*Bo\\*\\* \\[x\\]") and "](" not in name
+
+
+def test_a_long_nickname_is_cut_and_an_empty_code_is_asked_for():
+    """A walk: a pasted nickname over 24 characters left the field empty (the browser drops a
+    paste longer than max_chars) and the learner read 'a nickname is needed'; an empty code was
+    called '“” is not a room code'."""
+    from lessons.quiz.rooms import MAX_NICKNAME
+
+    _, code = _teacher()
+    at = run_page(PAGE)
+    at.text_input(key="class-code").input("")
+    at.text_input(key="class-nick").input("Ann")
+    at.button[-1].click().run()
+    assert "Type the room code first" in " ".join(e.value for e in at.error)
+    student = run_page(PAGE, query={"room": code})
+    assert not student.text_input(key="class-nick").max_chars  # 0: no limit in the browser
+    student.text_input(key="class-nick").input("A" * 40)
+    student.button[0].click().run()
+    assert f"You are **{'A' * MAX_NICKNAME}**" in _texts(student)

@@ -97,8 +97,9 @@ def open_or_join(default_lesson: str | None) -> None:
     with learn:
         say("join-title")
         with st.form("class-join"):
-            code = st.text_input(words("join-code"), max_chars=12, key="class-code")
-            name = st.text_input(words("join-nickname"), max_chars=24, key="class-nick")
+            # no max_chars: a browser drops a longer paste whole; the server cuts a nickname
+            code = st.text_input(words("join-code"), key="class-code")
+            name = st.text_input(words("join-nickname"), key="class-nick")
             if st.form_submit_button(words("join-button")):
                 join(code, name)
 
@@ -106,7 +107,8 @@ def open_or_join(default_lesson: str | None) -> None:
 def join(raw_code: str, name: str) -> None:
     code = clean_code(raw_code)
     if code is None:
-        st.error(words("bad-code", code=shown(raw_code, limit=20)))
+        blank = not str(raw_code).strip()
+        st.error(words("no-code") if blank else words("bad-code", code=shown(raw_code, limit=20)))
         return
     try:
         rooms().join(code, learner_id(), name)
@@ -233,7 +235,7 @@ def student_view(code: str) -> None:
     if nickname is None:
         say("join-title")
         with st.form("class-join-here"):
-            name = st.text_input(words("join-nickname"), max_chars=24, key="class-nick")
+            name = st.text_input(words("join-nickname"), key="class-nick")
             if st.form_submit_button(words("join-button")):
                 join(code, name)
         return
