@@ -22,7 +22,15 @@
     const w = gd.offsetWidth || WIDTH;
     const h = gd.offsetHeight || 450;
     const height = Math.max(600, Math.round((WIDTH * h) / w));
-    window.Plotly.downloadImage(gd, {
+    // a slide shows the frame on screen without the animation's controls (Play, Pause, the
+    // step slider), and without the room kept for them under the plot
+    const layout = Object.assign({}, gd.layout, { updatemenus: [], sliders: [] });
+    if ((gd.layout.sliders || []).length || (gd.layout.updatemenus || []).length) {
+      const margin = Object.assign({}, gd.layout.margin || {});
+      margin.b = Math.min(margin.b == null ? 80 : margin.b, 80);
+      layout.margin = margin;
+    }
+    window.Plotly.downloadImage({ data: gd.data, layout: layout }, {
       format: format,
       width: WIDTH,
       height: height,

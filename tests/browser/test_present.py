@@ -186,4 +186,11 @@ def test_every_chart_downloads_as_png_and_svg(page: Page, app_url: str):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width = int.from_bytes(data[16:20], "big")
     assert width == 3200  # 1600 px at scale 2
+    # an animation's image is its frame on screen, without Play, Pause and the step slider
+    animated = page.locator("[data-testid=stElementContainer]", has=page.locator(CHART)).nth(ANIM)
+    with page.expect_download() as anim_svg:
+        animated.locator(".stepwise-export-svg").click()
+    body = Path(anim_svg.value.path()).read_bytes()
+    assert b"<svg" in body[:400] and b"scatterlayer" in body
+    assert b"Play" not in body and b"slider-container" not in body, body[-2000:]
     assert not outside(requests), outside(requests)
