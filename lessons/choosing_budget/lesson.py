@@ -54,6 +54,16 @@ TAIL_STEPS = 256  # decode steps the users keep streaming after the prompt is in
 MAX_PREFILL_STEPS = 2_048  # a budget that needs more steps for the prompt is not simulated
 BLOCK_SIZE = SchedulerConfig.block_size  # vLLM's default block size
 ASYNC_SCHEDULING = True  # vLLM's AsyncScheduler: a deployment's latencies, not the sync engine's
+# the lesson's fixed numbers, as the text quotes them
+FIXED = {
+    "context": CONTEXT,
+    "user_prompt": USER_PROMPT,
+    "budget_min": BUDGET_MIN,
+    "budget_max": BUDGET_MAX,
+    "budget_step": BUDGET_STEP,
+    "overhead_ms": OVERHEAD_MS,
+    "max_steps": MAX_PREFILL_STEPS,
+}
 
 
 @dataclass(frozen=True)
@@ -215,16 +225,10 @@ def build(p: Params) -> Readout:
         budget=p.budget,
         decodes=p.decodes,
         prompt=p.prompt,
-        context=CONTEXT,
-        user_prompt=USER_PROMPT,
-        budget_min=BUDGET_MIN,
-        budget_max=BUDGET_MAX,
-        budget_step=BUDGET_STEP,
-        overhead_ms=OVERHEAD_MS,
+        **FIXED,
         has_room=has_room,
         simulated=simulated,
         thin=has_room and not simulated,
-        max_steps=MAX_PREFILL_STEPS,
         room=room,
         steps=steps,
         chunk=chunk,

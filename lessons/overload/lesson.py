@@ -46,6 +46,7 @@ OWN_VALUES = ("frame-", "predict-revealed")
 LOADS = (50, 80, 100, 120, 150, 200)
 TARGETS_S = (1, 2, 3, 5, 10)
 HEALTHY_PCT = 80
+LEVELS = ("busy_pct", "compute_pct", "kv_pct")  # the signals whose level the text quotes
 PROMPT_MEDIAN, ANSWER_MEDIAN = 800, 120  # the chat requests' lognormal medians (tokens)
 GATEWAY_PCT = 150  # the load at which the gateway's two designs are compared
 SEED = 3
@@ -165,15 +166,14 @@ def sweep(key: tuple, limit: int | None, target_ms: float, policy: str = "fcfs")
 
 
 @lru_cache(maxsize=64)
-def signals_at(key: tuple, load: int) -> tuple[Signals, tuple[float, float, float]]:
+def signals_at(key: tuple, load: int) -> tuple[Signals, dict[str, float]]:
     """The signals of the FCFS run without a limit at `load`, and their medians over the bins
-    in which a step ran (GPU busy, compute use, KV usage, in %): the level the lines sit at,
-    which a mean dragged down by the filling and the draining would not be."""
+    in which a step ran (GPU busy, compute use, KV usage, in %, by LEVELS' names): the level
+    the lines sit at, which a mean dragged down by the filling and the draining would not be."""
     dep, _ = _dep(*key)
     table = signals(run_at(*key, load, None, "fcfs"), dep, BINS)
     on = table["busy_pct"] > 0
-    levels = ("busy_pct", "compute_pct", "kv_pct")
-    medians = tuple(float(np.median(table[name][on])) for name in levels)
+    medians = {name: float(np.median(table[name][on])) for name in LEVELS}
     columns = ("time_s", "busy_pct", "compute_pct", "kv_pct", "waiting")
     return Signals(*(table[name].to_numpy() for name in columns)), medians
 
@@ -231,8 +231,8 @@ def build(p: Params) -> Readout:
     bound, loose = sweep(key, limit, target_ms), sweep(key, peak_limit, target_ms)
     at = LOADS.index(p.load_pct)
     runs = (run_at(*key, p.load_pct, None, "fcfs"), run_at(*key, p.load_pct, None, "sjf"))
-    sig, (busy, compute, kv) = signals_at(key, p.load_pct)
-    _, (h_busy, h_compute, h_kv) = signals_at(key, HEALTHY_PCT)
+    sig, levels = signals_at(key, p.load_pct)
+    _, healthy_levels = signals_at(key, HEALTHY_PCT)
     n = made.requests
 
     def sel(table: dict, name: str, scale: float = 1.0) -> float:
@@ -304,12 +304,8 @@ def build(p: Params) -> Readout:
         neither_overshoots=not peak_over and not lim_over,
         sized_no_better=lim_over and lim_p99 >= peak_p99,
         healthy_pct=HEALTHY_PCT,
-        sel_busy_pct=busy,
-        sel_compute_pct=compute,
-        sel_kv_pct=kv,
-        healthy_busy_pct=h_busy,
-        healthy_compute_pct=h_compute,
-        healthy_kv_pct=h_kv,
+        **{f"sel_{name}": level for name, level in levels.items()},
+        **{f"healthy_{name}": level for name, level in healthy_levels.items()},
         healthy_peak_waiting=int(free["peak_waiting"][LOADS.index(HEALTHY_PCT)]),
         queue=_queue(*runs, run_at(*key, p.load_pct, limit, "fcfs")),
         gateway=gate,

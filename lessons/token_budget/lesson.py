@@ -95,6 +95,8 @@ class Replay:
 
 
 def setting(p: Params) -> Setting:
+    """The Setting of a Params: the limits the run uses, the weights it can use on this GPU
+    (FP8 only where the GPU has it), the running requests that fit them, the cached tokens."""
     budget, seqs = limits.effective_for(p)
     dtype = p.dtype if get_gpu(p.gpu).fp8_tflops else "bf16"
     running = max(0, min(p.decodes, seqs - 1, budget - 1))
@@ -222,9 +224,10 @@ NO_RUN = {
 }
 
 
-def build(p: Params) -> Readout:
-    """Every number, paragraph choice and chart input of the lesson for one selection."""
-    s = setting(p)
+def _cases(s: Setting) -> dict[str, Any]:
+    """Whether the scene can run for a setting, else the first reason it cannot (limits that
+    contradict, weights that do not fit, a prompt at max_model_len, a pool too small for it),
+    with the pool and the length limit the text quotes."""
     bad_limits = s.budget < s.seqs
     fits = kv_pool(s.gpu, s.model, tp=s.tp, dtype=s.dtype, max_num_batched_tokens=s.budget).fits
     no_weights = not bad_limits and not fits
@@ -236,7 +239,23 @@ def build(p: Params) -> Readout:
     no_room = (
         config is not None and not too_long and (cdiv(s.prompt + LONG_OUTPUT, block_size) > usable)
     )
-    runs = config is not None and not (too_long or no_room)
+    return {
+        "block_size": block_size,
+        "max_model_len": mml,
+        "pool_blocks": usable,
+        "bad_limits": bad_limits,
+        "no_weights": no_weights,
+        "too_long": too_long,
+        "no_room": no_room,
+        "runs": config is not None and not (too_long or no_room),
+    }
+
+
+def build(p: Params) -> Readout:
+    """Every number, paragraph choice and chart input of the lesson for one selection."""
+    s = setting(p)
+    cases = _cases(s)
+    runs = cases["runs"]
     replay = simulate(s) if runs else None
     numbers = _numbers(s, replay) if replay is not None else NO_RUN
     needed = numbers["needed"] if runs else s.prompt
@@ -248,14 +267,7 @@ def build(p: Params) -> Readout:
         prompt=s.prompt,
         cached_pct=p.cached_pct,
         cached=s.cached,
-        block_size=block_size,
-        max_model_len=mml,
-        pool_blocks=usable,
-        bad_limits=bad_limits,
-        no_weights=no_weights,
-        too_long=too_long,
-        no_room=no_room,
-        runs=runs,
+        **cases,
         capped=runs and s.running < p.decodes,
         cached_some=runs and s.cached > 0,
         cached_none=runs and s.cached == 0,

@@ -68,6 +68,17 @@ LONG_ANSWER = 600  # the writing assistant's median answer
 LONG_PROMPT, LONG_SHARE = 12_000, 0.1  # the pasted documents: median tokens, share of requests
 POINTS = 60  # dashboard points (and frames) at most, at round times (kit time_grid)
 CONTEXT = 2_000  # tokens each decoding request attends to, for the budget's step
+# the lesson's fixed numbers, as the text quotes them
+FIXED = {
+    "chat_system_prompt": CHAT_SYSTEM_PROMPT,
+    "prompt_median": PROMPT_MEDIAN,
+    "long_answer": LONG_ANSWER,
+    "long_prompt": LONG_PROMPT,
+    "long_share_pct": round(LONG_SHARE * 100),
+    "system_prompts": SYSTEM_PROMPTS,
+    "system_prompt_tokens": PREFIX_TOKENS,
+    "kv_band_pct": KV_BAND_PCT,
+}
 
 
 def preset_name(key: str) -> str:
@@ -387,14 +398,7 @@ def build(p: Params) -> Readout:
         budget_ttft_big=bool(differs and meets and not small),
         budget_short_ttft_up=no_budget_meets and good.ttft_p99_s > bad.ttft_p99_s,
         budget_short_ttft_down=no_budget_meets and good.ttft_p99_s <= bad.ttft_p99_s,
-        chat_system_prompt=CHAT_SYSTEM_PROMPT,
-        prompt_median=PROMPT_MEDIAN,
-        long_answer=LONG_ANSWER,
-        long_prompt=LONG_PROMPT,
-        long_share_pct=round(LONG_SHARE * 100),
-        system_prompts=SYSTEM_PROMPTS,
-        system_prompt_tokens=PREFIX_TOKENS,
-        kv_band_pct=KV_BAND_PCT,
+        **FIXED,
         now=now,
         problem=bad,
         fix=good,
