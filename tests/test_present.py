@@ -8,7 +8,7 @@ import pytest
 
 from lessons.course import lessons
 from lessons.kit import story
-from lessons.kit.present import brief
+from lessons.kit.present import SCALE, TOP_SCALE, brief, has_legend, presented
 from tests.apptest_util import run_page
 
 PAGE = "views/lesson_step_cost.py"
@@ -105,3 +105,21 @@ def test_a_presenting_lesson_shows_its_tables_as_plain_tables():
     assert not shown.exception and len(shown.table) == 1 and len(shown.dataframe) == 0
     desk = run_page("views/lesson_memory.py")
     assert not desk.exception and len(desk.table) == 0 and len(desk.dataframe) == 1
+
+
+def test_the_room_above_a_plot_grows_for_a_legend_only_where_plotly_draws_one():
+    """Presenting, a legend's larger entries may take more rows, so the top margin grows by
+    TOP_SCALE; a chart without one (the memory grid) grows only with its text, by SCALE."""
+    line = {"type": "scatter", "x": [0, 1], "y": [0, 1]}
+    cases = [
+        ({"data": [line, line], "layout": {}}, True),
+        ({"data": [line], "layout": {}}, False),  # Plotly's default: one trace, no legend
+        ({"data": [{**line, "showlegend": True}], "layout": {}}, True),
+        ({"data": [line, line], "layout": {"showlegend": False}}, False),
+        ({"data": [{"type": "heatmap", "z": [[1]]}, line], "layout": {}}, False),
+    ]
+    for figure, legend in cases:
+        assert has_legend(figure) is legend, figure
+        figure["layout"]["margin"] = {"t": 100}
+        top = presented(figure)["layout"]["margin"]["t"]
+        assert top == round(100 * (TOP_SCALE if legend else SCALE)), figure

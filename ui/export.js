@@ -7,6 +7,7 @@
   if (window.__stepwiseExport) return;
   window.__stepwiseExport = true;
   const WIDTH = 1600;
+  const PAD = 16;
   function words() {
     return window.__stepwiseWords || { png: "PNG", svg: "SVG", help: "" };
   }
@@ -25,11 +26,14 @@
     // a slide shows the frame on screen without the animation's controls (Play, Pause, the
     // step slider), and without the room kept for them under the plot
     const layout = Object.assign({}, gd.layout, { updatemenus: [], sliders: [] });
+    const margin = Object.assign({}, gd._fullLayout.margin);
     if ((gd.layout.sliders || []).length || (gd.layout.updatemenus || []).length) {
-      const margin = Object.assign({}, gd.layout.margin || {});
-      margin.b = Math.min(margin.b == null ? 80 : margin.b, 80);
-      layout.margin = margin;
+      margin.b = Math.min(margin.b, 80);
     }
+    // a slide's title off the image's top edge: PAD px more above it, and as much more room
+    margin.t += PAD;
+    layout.margin = margin;
+    layout.title = Object.assign({}, gd.layout.title, { pad: { t: PAD } });
     window.Plotly.downloadImage({ data: gd.data, layout: layout }, {
       format: format,
       width: WIDTH,

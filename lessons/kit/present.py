@@ -129,6 +129,17 @@ def _rows_px(layout: dict) -> float:
     return need
 
 
+def has_legend(figure: dict) -> bool:
+    """Whether Plotly draws the figure's legend: `layout.showlegend` if set, else (Plotly's
+    default) when two or more traces would show in it, or one says it does. Heatmaps do not."""
+    shown = figure.get("layout", {}).get("showlegend")
+    if shown is not None:
+        return bool(shown)
+    traces = [t for t in figure.get("data", []) if t.get("type") != "heatmap"]
+    listed = [t for t in traces if t.get("showlegend", True)]
+    return len(listed) >= 2 or any(t.get("showlegend") is True for t in traces)
+
+
 def presented(figure: dict) -> dict:
     """The figure as a projector shows it: all text at least PRESENT_PX, the plot taller.
     Only sizes change: the house template keeps every position (the legend above the plot)."""
@@ -145,9 +156,10 @@ def presented(figure: dict) -> dict:
         tick = axis.get("tickfont", {}).get("size", house["tickfont"]["size"])
         axis["tickfont"] = {**axis.get("tickfont", {}), "size": _grow(tick)}
         big[key] = axis
-    # room above the plot for the title and a legend whose larger entries take more rows
+    # room above the plot for the title and a legend whose larger entries take more rows;
+    # without a legend, only for the larger text (the memory grid's title and caption)
     margin = {**HOUSE["margin"], **layout.get("margin", {})}
-    top = round(margin["t"] * TOP_SCALE)
+    top = round(margin["t"] * (TOP_SCALE if has_legend(figure) else SCALE))
     big["margin"] = {**margin, "t": top}
     # taller, up to what a projector shows whole; but never a smaller plot area than on the
     # page: a tall chart (the step loop's 700 px) capped to MAX_HEIGHT_PX with larger text

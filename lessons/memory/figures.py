@@ -35,7 +35,7 @@ from lessons.memory.readout import Comparison, Readout
 from lessons.memory.trace import lost_blocks
 from lessons.theme import color
 
-GRID_TOP_PX = 130  # the title and the caption above the grid
+GRID_TOP_PX = 88  # the title and the caption's two lines above the grid, with no gap between
 GRID_MIN_PX = 260  # the grid's plot, at least
 
 TEXT = lesson("memory").text_path

@@ -6,6 +6,7 @@ at), and a page works inside a real iframe with `?embed=true`."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,16 @@ LABEL_GAPS = (  # per y axis of every chart: the smallest gap (px) between two t
     " [...layer.querySelectorAll('.ytick text')].map(t => t.getBoundingClientRect())"
     ".filter(r => r.height > 0).sort((a, b) => a.top - b.top)"
     ".reduce((m, r, i, rs) => i ? Math.min(m, r.top - rs[i - 1].bottom) : m, 1e9))"
+)
+TITLE_GAPS = (  # per titled chart: px from the title's bottom to what is under it (a legend,
+    # an annotation above the plot, or the plot area)
+    "() => [...document.querySelectorAll('" + CHART + "')].filter(g => g._fullLayout)"
+    ".map(g => { const top = g.getBoundingClientRect().top, t = g.querySelector('.gtitle');"
+    " if (!t || !t.textContent) return null; const under = [g._fullLayout._size.t];"
+    " g.querySelectorAll('.legend, .annotation').forEach(e => { const r ="
+    " e.getBoundingClientRect(); if (r.height > 0 && r.top - top < under[0] + 2)"
+    " under.push(r.top - top); });"
+    " return Math.min(...under) - (t.getBoundingClientRect().bottom - top); })"
 )
 TALLEST_CHART = (
     "() => Math.max(0, ...[...document.querySelectorAll('" + CHART + "')]"
@@ -123,6 +134,12 @@ def test_every_lesson_in_presenter_mode_at_projector_and_desktop_sizes(
             tallest = page.evaluate(TALLEST_CHART)
             assert tallest <= 960, (lesson.id, tallest)
             assert min(page.evaluate(LABEL_GAPS), default=0) >= -1, (lesson.id, width)
+            # every title clear of the legend and the words under it, and no tall empty band
+            # between them (the memory grid kept 75 px empty under its title)
+            gaps = [g for g in page.evaluate(TITLE_GAPS) if g is not None]
+            assert min(gaps, default=0) >= 0, (lesson.id, width, gaps)
+            if lesson.id == "memory":
+                assert gaps[0] <= 60, (width, gaps)
             cells = page.evaluate(TABLE_TEXT)  # a table's cells at projector size too
             assert not cells or min(cells) >= 18, (lesson.id, cells)
             page.screenshot(path=str(shots / f"present_{lesson.id}_{width}x{height}.png"))
@@ -193,4 +210,7 @@ def test_every_chart_downloads_as_png_and_svg(page: Page, app_url: str):
     body = Path(anim_svg.value.path()).read_bytes()
     assert b"<svg" in body[:400] and b"scatterlayer" in body
     assert b"Play" not in body and b"slider-container" not in body, body[-2000:]
+    # a slide's title stands off the image's top edge (it touched it)
+    title = re.search(rb'class="gtitle"[^>]* y="([0-9.]+)"', body)
+    assert title and float(title.group(1)) >= 16, body[:3000]
     assert not outside(requests), outside(requests)
