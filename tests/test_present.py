@@ -8,7 +8,8 @@ import pytest
 
 from lessons.course import lessons
 from lessons.kit import story
-from lessons.kit.present import SCALE, TOP_SCALE, brief, has_legend, presented
+from lessons.kit.legend import has_legend
+from lessons.kit.present import SCALE, TOP_SCALE, brief, presented
 from tests.apptest_util import run_page
 
 PAGE = "views/lesson_step_cost.py"

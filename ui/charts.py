@@ -19,6 +19,7 @@ import plotly.io as pio
 import streamlit as st
 
 from lessons.kit.figures import HOUSE, merge
+from lessons.kit.legend import top_room
 from lessons.kit.present import presented
 from ui import present
 
@@ -49,6 +50,10 @@ def show(figure: dict, *, alt: str, key: str) -> None:
     """Render a Plotly figure dict; `alt` describes it for screen readers."""
     if not alt:
         raise ValueError("every chart needs alt text")
+    room = top_room(figure)  # the title above a legend that wraps into rows
+    if room != {**HOUSE["margin"], **figure.get("layout", {}).get("margin", {})}["t"]:
+        layout = figure.get("layout", {})
+        figure = {**figure, "layout": {**layout, "margin": {**layout.get("margin", {}), "t": room}}}
     if present.on():
         figure = presented(figure)
     st.plotly_chart(_Spec(figure), key=key, alt=alt, theme=None, width="stretch")

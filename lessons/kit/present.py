@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from lessons.kit.figures import FONT_PX, HOUSE
+from lessons.kit.legend import has_legend
 
 PRESENT_PX = 20  # the smallest chart text when presenting
 SCALE = 4 / 3  # house font sizes grow by this much (and never below PRESENT_PX)
@@ -127,17 +128,6 @@ def _rows_px(layout: dict) -> float:
         font = float(axis.get("tickfont", {}).get("size", PRESENT_PX))
         need = max(need, ROW_SPACING * font * (hi - lo) / gap / share)
     return need
-
-
-def has_legend(figure: dict) -> bool:
-    """Whether Plotly draws the figure's legend: `layout.showlegend` if set, else (Plotly's
-    default) when two or more traces would show in it, or one says it does. Heatmaps do not."""
-    shown = figure.get("layout", {}).get("showlegend")
-    if shown is not None:
-        return bool(shown)
-    traces = [t for t in figure.get("data", []) if t.get("type") != "heatmap"]
-    listed = [t for t in traces if t.get("showlegend", True)]
-    return len(listed) >= 2 or any(t.get("showlegend") is True for t in traces)
 
 
 def presented(figure: dict) -> dict:

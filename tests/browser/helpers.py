@@ -15,6 +15,17 @@ CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
 
 SKIP_PREDICTION = "[class*=predict-skip] button"  # "Show the runs without predicting"
 
+TITLE_GAPS = (  # per titled chart: px from the title's bottom to what is under it (a legend,
+    # an annotation above the plot, or the plot area)
+    "() => [...document.querySelectorAll('" + CHART + "')].filter(g => g._fullLayout)"
+    ".map(g => { const top = g.getBoundingClientRect().top, t = g.querySelector('.gtitle');"
+    " if (!t || !t.textContent) return null; const under = [g._fullLayout._size.t];"
+    " g.querySelectorAll('.legend, .annotation').forEach(e => { const r ="
+    " e.getBoundingClientRect(); if (r.height > 0 && r.top - top < under[0] + 2)"
+    " under.push(r.top - top); });"
+    " return Math.min(...under) - (t.getBoundingClientRect().bottom - top); })"
+)
+
 
 def open_page(
     page: Page, url: str, *, charts: int = 0, timeout_ms: int = 45_000, predict: bool = False

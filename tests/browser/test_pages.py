@@ -14,6 +14,7 @@ from lessons.course import lessons
 from tests.browser.helpers import (
     CHART,
     READY,
+    TITLE_GAPS,
     chart_state,
     full_screenshot,
     open_page,
@@ -76,6 +77,10 @@ def test_every_animation_plays_and_pauses_on_a_projector(browser, app_url: str, 
     page = context.new_page()
     try:
         open_page(page, f"{app_url}/{lesson.url}", charts=None)
+        # no chart's title printed on its legend (a legend that wraps into rows pushes the
+        # plot down but not the title up: lessons/kit/legend.py)
+        gaps = [g for g in page.evaluate(TITLE_GAPS) if g is not None]
+        assert gaps and min(gaps) >= 0, (lesson.id, gaps)
         animated = _animated(page)
         assert animated, f"{lesson.id} has no animation"
         for index in animated:

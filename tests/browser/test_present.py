@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 from lessons.course import lessons
 from tests.browser.helpers import (
     CHART,
+    TITLE_GAPS,
     chart_state,
     open_page,
     outside,
@@ -42,16 +43,6 @@ LABEL_GAPS = (  # per y axis of every chart: the smallest gap (px) between two t
     " [...layer.querySelectorAll('.ytick text')].map(t => t.getBoundingClientRect())"
     ".filter(r => r.height > 0).sort((a, b) => a.top - b.top)"
     ".reduce((m, r, i, rs) => i ? Math.min(m, r.top - rs[i - 1].bottom) : m, 1e9))"
-)
-TITLE_GAPS = (  # per titled chart: px from the title's bottom to what is under it (a legend,
-    # an annotation above the plot, or the plot area)
-    "() => [...document.querySelectorAll('" + CHART + "')].filter(g => g._fullLayout)"
-    ".map(g => { const top = g.getBoundingClientRect().top, t = g.querySelector('.gtitle');"
-    " if (!t || !t.textContent) return null; const under = [g._fullLayout._size.t];"
-    " g.querySelectorAll('.legend, .annotation').forEach(e => { const r ="
-    " e.getBoundingClientRect(); if (r.height > 0 && r.top - top < under[0] + 2)"
-    " under.push(r.top - top); });"
-    " return Math.min(...under) - (t.getBoundingClientRect().bottom - top); })"
 )
 TALLEST_CHART = (
     "() => Math.max(0, ...[...document.querySelectorAll('" + CHART + "')]"
