@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from lessons.text import section
 from ui import autoplay, present, warm
 from ui.charts import show
 from ui.links import bad_link, write_url
-from ui.quiz import render_lesson_practice
+from ui.quiz import render_lesson_practice, render_question
 
 KEEP = "keep:"
 WIDGET = "w:"
@@ -74,6 +74,7 @@ class LessonPage:
         self._link_notes: Any = None  # while controls() draws: where a bad link is reported
         self.play = autoplay.token(prefix)  # ?play=1: the first animation plays once
         self.predicted = False  # ui/predict.py asked the computed questions above the runs
+        self.asked: set[str] = set()  # questions drawn next to their charts (`ask`)
 
     # -- controls ------------------------------------------------------------------------------
     def _initial(self, d: Declared, url_key: str, report: bool = True) -> Any:
@@ -371,6 +372,32 @@ class LessonPage:
             return None
         return kept[1]
 
+    @contextlib.contextmanager
+    def deeper(self, key: str) -> Iterator[None]:
+        """A folded "Go deeper" aside (an expert's detail, never lost, never in the main flow):
+        what is drawn inside the `with` block. Its topic is the line `- key :: topic` of the
+        lesson's `deeper` section."""
+        topic = story.labels(self.text_path, "deeper")[key]
+        label = section(SITE_TEXT, "go-deeper", {"topic": topic})
+        with st.expander(label, icon=":material/school:"):
+            yield
+
+    def ask(self, *question_ids: str, folded: bool = False) -> None:
+        """Questions of the lesson's bank drawn next to the chart that answers them, numbered
+        as in the bank; the practice at the end of the page leaves them out. `folded`: inside
+        an expander that names how many there are."""
+        if self.lesson is None:
+            raise ValueError("a tool page has no quiz")
+        bank = self.lesson.bank()
+        number = {q.id: i for i, q in enumerate(bank.questions, start=1)}
+        self.asked.update(question_ids)
+        box: Any = contextlib.nullcontext()
+        if folded:
+            box = st.expander(section(SITE_TEXT, "ask-here", {"n": len(question_ids)}))
+        with box:
+            for qid in question_ids:
+                render_question(self.lesson, bank.question(qid), number[qid])
+
     def warn(self, readout: Any, *names: str, icon: str = ":material/warning:") -> None:
         """One warning box with the named sections whose condition on the Readout holds."""
         body = "\n\n".join(filter(None, (self.text(name, readout) for name in names)))
@@ -389,7 +416,9 @@ class LessonPage:
             icon=":material/groups:",
             query_params={"lesson": self.lesson.id},
         )
-        render_lesson_practice(self.lesson, asked_above=self.predicted)
+        render_lesson_practice(
+            self.lesson, asked_above=self.predicted, asked_here=self.asked, folded=True
+        )
         left, right = st.columns(2, vertical_alignment="center")
         left.button(
             section(SITE_TEXT, "reset-lesson"),

@@ -9,7 +9,9 @@ shown after every answer, right or wrong. What a card shows after Check is sessi
 
 from __future__ import annotations
 
+import contextlib
 import random
+from typing import Any
 
 import streamlit as st
 
@@ -125,12 +127,19 @@ def render_question(lesson: Lesson, q, number: int, where: str = "quiz", on_chec
         _show(_feedback().get(key), question=True)
 
 
-def render_quiz(lesson: Lesson, asked_above: bool = False) -> None:
+def render_quiz(
+    lesson: Lesson, asked_above: bool = False, asked_here: frozenset[str] | set[str] = frozenset()
+) -> None:
     """Every question of a lesson's bank, each with its own Check button and feedback.
     `asked_above`: the page asked the computed questions as predictions above its runs
-    (ui/predict.py), so they are not asked again here; the others keep their numbers."""
+    (ui/predict.py), so they are not asked again here; the others keep their numbers.
+    `asked_here`: the ids the page drew next to their charts (LessonPage.ask), left out too."""
     st.caption(section(SITE_TEXT, "quiz-first-answer-rule", XP_RULES))
-    questions = list(enumerate(lesson.bank().questions, start=1))
+    questions = [
+        (number, q)
+        for number, q in enumerate(lesson.bank().questions, start=1)
+        if q.id not in asked_here
+    ]
     if asked_above:
         above = [number for number, q in questions if q.computed]
         if above:
@@ -187,8 +196,27 @@ def render_exercise(lesson: Lesson, spec: ExerciseSpec) -> None:
         _show(_feedback().get(key), question=False)
 
 
-def render_lesson_practice(lesson: Lesson, asked_above: bool = False) -> None:
-    """The quiz and then the exercises of one lesson (`asked_above`: see `render_quiz`)."""
-    render_quiz(lesson, asked_above)
-    for spec in lesson.exercises():
-        render_exercise(lesson, spec)
+def render_lesson_practice(
+    lesson: Lesson,
+    asked_above: bool = False,
+    asked_here: frozenset[str] | set[str] = frozenset(),
+    folded: bool = False,
+) -> None:
+    """The quiz and then the exercises of one lesson (`asked_above`, `asked_here`: see
+    `render_quiz`). `folded`: inside one expander that counts what it holds (a lesson page,
+    whose questions about a chart sit next to it)."""
+    left = [
+        q
+        for q in lesson.bank().questions
+        if q.id not in asked_here and not (asked_above and q.computed)
+    ]
+    exercises = lesson.exercises()
+    box: Any = contextlib.nullcontext()
+    if folded:
+        counts = {"questions": len(left), "exercises": len(exercises)}
+        label = section(SITE_TEXT, "practice-here", counts)
+        box = st.expander(label, icon=":material/quiz:")
+    with box:
+        render_quiz(lesson, asked_above, asked_here)
+        for spec in exercises:
+            render_exercise(lesson, spec)

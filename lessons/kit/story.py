@@ -8,7 +8,8 @@ Placeholders (`{weight_read_ms:.1f}`) name Readout fields, or an attribute of on
 "1 preemption" or "3 preemptions" (`{n:~child|children}` for a plural that is not "+s");
 `{prompt:a}-token` reads "an 8,000-token" or "a 4,096-token". A
 "metrics" section holds lines `- label :: value`, both sides templates, drawn as a row of
-st.metric; a "labels" section holds `- key :: words` for charts.
+st.metric; a "labels" section holds `- key :: words` for charts, and a "deeper" section the
+topics of the lesson's folded "Go deeper" asides (`- key :: topic`).
 """
 
 from __future__ import annotations
@@ -119,9 +120,10 @@ def text(path: str | Path, name: str, readout: Any = None, **extra: Any) -> str:
 
 
 @cache
-def labels(path: str | Path) -> dict[str, str]:
-    """A text.md's `labels` section as {key: words} (lines `- key :: words`)."""
-    body = next(s.body for s in parse(path) if s.name == "labels")
+def labels(path: str | Path, name: str = "labels") -> dict[str, str]:
+    """A text.md's `labels` section (or another section of `- key :: words` lines, such as
+    `deeper`) as {key: words}."""
+    body = next(s.body for s in parse(path) if s.name == name)
     pairs = (line.removeprefix("- ").split("::", 1) for line in body.splitlines() if "::" in line)
     return {key.strip(): words.strip() for key, words in pairs}
 
