@@ -15,10 +15,8 @@ import streamlit as st
 
 import sim.cost  # noqa: F401  (NumPy and pandas)
 import ui.charts  # noqa: F401  (Plotly)
-from lessons.course import SITE_TEXT, lessons
-from lessons.text import section
-from ui import present, scripts, warm
-from ui.state import keep_learner_cookie, refresh_progress, store_down
+from lessons.course import lessons
+from ui import present, scripts, sidebar, warm
 
 # The icon is a file of ours, served by the app: a Material icon here would be fetched from a
 # font server on the internet, which a classroom without a network cannot reach.
@@ -70,14 +68,7 @@ def _warm_once() -> bool:
 
 _warm_once()
 
-with st.sidebar:
-    prog = refresh_progress()  # this learner's answers, read once per run (other tabs included)
-    st.metric("XP", prog.xp, help=section(SITE_TEXT, "sidebar-xp-help"))
-    total = len(lessons())
-    st.progress(prog.finished / total, text=f"Lessons finished: {prog.finished} of {total}")
-    if store_down():
-        st.warning(section(SITE_TEXT, "progress-store-down"), icon=":material/cloud_off:")
-    keep_learner_cookie()
+sidebar.learner()  # XP and lessons finished, above the navigation
 
 present.frame(with_toggle=pg.url_path in TOGGLED)
 scripts.send()

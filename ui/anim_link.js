@@ -9,7 +9,8 @@
 // (keys typed into a control are left alone); with
 // none pointed at, the animation most in view. N and P scroll to the
 // next and previous section heading (presenter mode's "next section"); a link with play=1
-// plays the page's first animation once (ui/autoplay.py). Runs once per browser
+// plays the page's first animation once (ui/autoplay.py). Play goes on from the frame on
+// screen, also where a chart opened at a later frame. Runs once per browser
 // tab. No angle brackets in this file: Streamlit's HTML sanitizer would read them as tags.
 (function () {
   if (window.__stepwiseFrames) return;
@@ -46,7 +47,39 @@
     }
     if (changed) window.history.replaceState(window.history.state, "", url);
   }
-  window.setInterval(sync, 500);
+  function fromHere(gd) {
+    // A chart drawn at a frame other than the first (its controls' state, a link's frame, a
+    // stepper's step) has not been animated there, so Plotly knows no current frame and
+    // Play (fromcurrent) would start again from frame 0: tell it which frame is on screen.
+    const frames = gd._transitionData && gd._transitionData._frames;
+    const slider = gd._fullLayout && gd._fullLayout.sliders && gd._fullLayout.sliders[0];
+    if (!frames || !(frames.length > 1) || !slider || gd._fullLayout._currentFrame) return;
+    if (slider.active > 0 && frames[slider.active]) gd._fullLayout._currentFrame = frames[slider.active].name;
+  }
+  function everyChart() {
+    sync();
+    document.querySelectorAll("[data-testid=stPlotlyChart] .js-plotly-plot").forEach(fromHere);
+  }
+  window.setInterval(everyChart, 500);
+  // Pause (or a step slider click, or Speed) interrupts a running Play: Plotly rejects the
+  // interrupted animation's promise with no reason, and its own buttons do not catch it, so
+  // the console showed "Uncaught (in promise) undefined" at every Pause. Such a rejection,
+  // right after a press on an animation's controls, is expected: keep it off the console.
+  let pressedAt = -Infinity;
+  document.addEventListener(
+    "pointerdown",
+    function (event) {
+      const on = event.target.closest && event.target.closest(".js-plotly-plot");
+      if (on) {
+        pressedAt = Date.now();
+        fromHere(on);
+      }
+    },
+    true
+  );
+  window.addEventListener("unhandledrejection", function (event) {
+    if (event.reason === undefined && 10000 > Date.now() - pressedAt) event.preventDefault();
+  });
 
   let current = null; // the animated chart the keyboard drives
   function animated(node) {

@@ -41,6 +41,13 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 </style>"""
 
 
+# Off presenting too: Streamlit's 6rem above a page put every lesson's first chart 50 px lower
+# than the header needs (a lesson opens on its chart within the first screen, issue 36).
+_PAGE_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; }
+</style>"""
+
+
 def on() -> bool:
     """Whether this session presents (read by the lesson kit while it draws)."""
     return bool(st.session_state.get(KEEP, False))
@@ -85,7 +92,6 @@ def frame(with_toggle: bool) -> bool:
         if on():
             left.caption(section(SITE_TEXT, "present-keys"))
     presenting = on()
-    if presenting:
-        st.html(_CSS)
+    st.html(_CSS if presenting else _PAGE_CSS)
     write_url(PRESENT.key, "1" if presenting else None)
     return presenting
