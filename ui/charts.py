@@ -23,6 +23,11 @@ from lessons.kit.legend import top_room
 from lessons.kit.present import presented
 from ui import present
 
+# No Plotly mode bar: on hover it was laid over the right end of a long title, and what it
+# offers is elsewhere (the PNG and SVG buttons under each chart, ui/export.js; a drag still
+# zooms and a double click resets).
+CONFIG = {"displayModeBar": False}
+
 
 @cache
 def template() -> dict:
@@ -56,4 +61,4 @@ def show(figure: dict, *, alt: str, key: str) -> None:
         figure = {**figure, "layout": {**layout, "margin": {**layout.get("margin", {}), "t": room}}}
     if present.on():
         figure = presented(figure)
-    st.plotly_chart(_Spec(figure), key=key, alt=alt, theme=None, width="stretch")
+    st.plotly_chart(_Spec(figure), key=key, alt=alt, theme=None, width="stretch", config=CONFIG)
