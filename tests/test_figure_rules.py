@@ -191,3 +191,37 @@ def test_axis_titles_carry_units(page_charts):
                 assert "(" not in title, f"{page}: {axis} names things: {title!r} has a unit"
             elif title.strip():
                 assert "(" in title, f"{page}: {axis} title {title!r} has no unit"
+
+
+def _looks(trace: dict) -> tuple:
+    """What tells a legend entry apart: the mark's kind, colour, dash, symbol and fill."""
+    line, marker = trace.get("line") or {}, trace.get("marker") or {}
+    colour = marker.get("color") if isinstance(marker.get("color"), str) else None
+    pattern = (marker.get("pattern") or {}).get("shape")
+    return (
+        trace.get("type", "scatter"),
+        trace.get("mode"),
+        line.get("color"),
+        line.get("dash"),
+        colour,
+        marker.get("symbol"),
+        trace.get("fillcolor"),
+        pattern,
+    )
+
+
+def test_no_two_legend_entries_look_alike(page_charts):
+    """Within a chart, two legend entries never share a look (colour, dash, symbol, fill): a
+    reader matches a line to its entry by the look alone."""
+    page, nodes = page_charts
+    for node in nodes:
+        figure = json.loads(node.proto.spec)
+        seen: dict[tuple, str] = {}
+        for trace in figure["data"]:
+            name = trace.get("name")
+            if not name or trace.get("showlegend") is False:
+                continue
+            look = _looks(trace)
+            other = seen.setdefault(look, name)
+            title = (figure["layout"].get("title") or {}).get("text", "")
+            assert other == name, f"{page}, {title!r}: {other!r} and {name!r} look alike"

@@ -133,20 +133,32 @@ class LessonPage:
     ) -> Any:
         url_key = d.url_key(self.prefix)
         value = self._initial(d, url_key)
-        if not drawn:  # hidden (show_if): keeps its value, leaves the URL unless `linked`
+        value, note = self._fallback(d, value, chosen)
+        if note is not None and _keep_key(url_key) in st.session_state:
+            st.session_state[_keep_key(url_key)] = value
+        if not drawn:  # hidden (show_if, presenting): keeps its value, and its link if `linked`
             url = d.spec.to_url(value) if linked and value != d.default else None
             write_url(url_key, url)
+            if note is not None:
+                st.caption(section(SITE_TEXT, "fp8-fallback", {"gpu": note}))
             return value
-        note = None
-        if d.spec is DTYPE and value == "fp8" and not _has_fp8(chosen.get("gpu")):
-            value, note = "bf16", chosen.get("gpu")
-            if _keep_key(url_key) in st.session_state:
-                st.session_state[_keep_key(url_key)] = value
         result = self._widget(d, value, on_change)
         if note is not None:
             st.caption(section(SITE_TEXT, "fp8-fallback", {"gpu": note}))
         write_url(url_key, None if result == d.default else d.spec.to_url(result))
         return result
+
+    def _fallback(self, d: Declared, value: Any, chosen: dict[str, Any]) -> tuple[Any, Any]:
+        """Every fallback of a control's value, applied whether the control is drawn or not
+        (presenting hides the weights: an FP8 link on an A100 reached the simulator and put its
+        error on the projector). Today one: FP8 weights on a GPU without FP8 tensor cores are
+        BF16. Returns the value and the GPU to name in the note (None: no fallback)."""
+        if d.spec is not DTYPE or value != "fp8":
+            return value, None
+        gpu = chosen.get("gpu")
+        if gpu is None and "gpu" in self.declared:  # set before the GPU is drawn (a hidden
+            gpu = self.upcoming("gpu")  # control, a page that reads it first): the GPU to be
+        return (value, None) if _has_fp8(gpu) else ("bf16", gpu)
 
     def controls(
         self,
@@ -270,7 +282,8 @@ class LessonPage:
         link's (if it parses; the control reports a bad one), else its default. For what is
         drawn above the controls, such as the prediction."""
         d = self.declared[name]
-        return self._initial(d, d.url_key(self.prefix), report=False)
+        value = self._initial(d, d.url_key(self.prefix), report=False)
+        return self._fallback(d, value, {})[0]
 
     def reset(self) -> None:
         """on_click of Reset: forget this lesson's own values (shared settings stay)."""
