@@ -74,7 +74,7 @@ def test_a_link_typed_in_another_case_opens_the_option_it_names():
 
 def test_a_link_naming_no_option_is_still_reported():
     at = run_page(COST, query={"dtype": "fp9"})
-    assert "This link sets dtype to" in _warnings(at) and "BF16, FP8" in _warnings(at)
+    assert "This link sets dtype to" in _warnings(at) and "one of BF16\\, FP8" in _warnings(at)
 
 
 def test_fp8_falls_back_to_bf16_on_a_gpu_without_it():
@@ -150,3 +150,21 @@ def test_a_bad_link_value_is_reported_across_the_page_not_in_its_control_s_colum
     assert any("pol-load" in w.value for w in at.warning)
     for col in at.columns:
         assert not any("pol-load" in w.value for w in col.warning), "drawn in a column"
+
+
+HOSTILE = "[Log in again](https://evil.example/login) ![x](https://evil.example/x.png) **bold**"
+
+
+def test_a_link_s_value_is_plain_text_in_every_part_of_its_message():
+    """Issue 37, fault 5: the calculator's check quoted the raw value into the message's
+    Markdown, so a link rendered live, an outside image loaded and **bold** was bold. Rendered
+    as Markdown now, the message has no link, image or emphasis, and it reads as a sentence."""
+    from markdown_it import MarkdownIt
+
+    at = run_page("views/playground.py", query={"calc-tokens": HOSTILE})
+    message = _warnings(at)
+    html = MarkdownIt("gfm-like").render(message)
+    for tag in ("<a ", "<img", "<strong", "<em"):
+        assert tag not in html, html
+    assert "which this page cannot use: it expects whole numbers separated by commas" in message
+    assert "which is not" not in message

@@ -25,6 +25,8 @@ def write_url(url_key: str, value: str | None) -> None:
 
 
 def bad_link(key: str, raw: str, expected: str, default: str) -> None:
-    """The warning for a link value a control does not accept."""
-    values = {"key": key, "value": shown(raw), "expected": expected, "default": default}
+    """The warning for a link value a control does not accept. The value and what was expected
+    are plain text: a checker's words can quote the link too (the calculator's quoted the raw
+    value into Markdown, and a link in it became a live link). The key and default are ours."""
+    values = {"key": key, "value": shown(raw), "expected": shown(expected, 300), "default": default}
     st.warning(section(SITE_TEXT, "bad-link", values), icon=":material/link_off:")

@@ -12,6 +12,7 @@ import streamlit as st
 from lessons.course import SITE_TEXT
 from lessons.kit.controls import step_from_link
 from lessons.text import section
+from ui.links import bad_link
 
 
 def _move(key: str, delta: int, last: int) -> None:
@@ -23,7 +24,7 @@ def stepper(key: str, last: int) -> int:
     if key not in st.session_state:  # the link's step, read once
         st.session_state[key], bad = step_from_link(st.query_params.get(key), last, key)
         if bad:
-            st.warning(section(SITE_TEXT, "bad-link", bad), icon=":material/link_off:")
+            bad_link(**bad)
     st.session_state[key] = min(st.session_state[key], last)
     left, mid, right = st.columns([3, 10, 3], vertical_alignment="bottom")
     buttons = {"on_click": _move, "width": "stretch"}

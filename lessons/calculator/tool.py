@@ -34,6 +34,7 @@ class Params(shared.Deployment):
             "Prompt tokens in the step",
             help="Whole numbers separated by commas, for example 1, 512, 2048. Up to 64 values.",
             check=_check_tokens,
+            expects=f"whole numbers separated by commas, at most {MAX_VALUES} of them",
             extremes=("0", ", ".join(["16384"] * MAX_VALUES)),
         ),
     )

@@ -189,14 +189,19 @@ class Text(Control):
     max_chars: int = 400
     extremes: tuple[str, str] = ("1", "1")
 
+    expects: str = "text"  # what the check accepts, as a bad link's message says it
+
     def parse(self, raw: str) -> str:
         if len(raw) > self.max_chars:
-            raise BadValue(f"at most {self.max_chars} characters")
-        self.check(raw)
+            raise BadValue(f"{self.expects}, at most {self.max_chars:,} characters")
+        try:
+            self.check(raw)
+        except BadValue:  # the checker's own words may quote the value, which the link
+            raise BadValue(self.expected()) from None  # message already shows as plain text
         return raw
 
     def expected(self) -> str:
-        return self.help or "text"
+        return self.expects
 
     def lowest(self) -> str:
         return self.extremes[0]
@@ -251,11 +256,11 @@ def shown(value: object, limit: int = MAX_LINK_CHARS) -> str:
 
 
 def step_from_link(raw: str | None, num_steps: int, key: str) -> tuple[int, dict | None]:
-    """A stepper's step from a link (URL key `key`): (step, None), or (1, the problem to report
-    with lessons/site.md's bad-link section) if it is not a step 1..num_steps of this run."""
+    """A stepper's step from a link (URL key `key`): (step, None), or (1, the arguments of
+    ui/links.bad_link, which reports it as plain text) if it is not a step 1..num_steps."""
     if raw is None:
         return 1, None
     try:
         return Integer("Step", lo=1, hi=max(num_steps, 1)).parse(raw), None
     except BadValue as exc:
-        return 1, {"key": key, "value": shown(raw), "expected": str(exc), "default": "1"}
+        return 1, {"key": key, "raw": raw, "expected": str(exc), "default": "1"}
