@@ -131,16 +131,35 @@ def _numeric_column(
     return values
 
 
+def _extra_fields(source: object, name: str, width: int) -> SimInputError:
+    """The rows with more fields than the header. pandas reads the extra leading fields of a
+    too-wide first row as row labels and shifts every column (`0,100,10,5,6` read as prompt 5,
+    output 6), so the file is read again, on this rare path, to count each row's fields."""
+    if isinstance(source, str | os.PathLike):
+        with open(source, encoding="utf-8-sig", newline="") as handle:
+            text = handle.read()
+    else:
+        source.seek(0)  # type: ignore[attr-defined]
+        raw = source.read()  # type: ignore[attr-defined]
+        text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else str(raw)
+    counts = np.array([len(row) for row in csv.reader(text.splitlines()[1:])])
+    wide = counts > width
+    most = int(counts.max()) if counts.size else width
+    return _rows_error(name, f"more fields than the header's {width} (up to {most})", wide)
+
+
 def _read_frame(source: object, name: str) -> pd.DataFrame:
     head = _peek(source, name)
     if b"\x00" in head:
         raise SimInputError(f"{name} is not a CSV text file (it contains binary data)")
     first_line = head.split(b"\n", 1)[0].decode("utf-8-sig", "replace")
-    text_columns = {
-        raw: str
-        for raw in next(csv.reader([first_line]), [])
-        if raw.strip().lower() in ("tenant", "request_id")
-    }
+    if "\r" in first_line.rstrip("\r"):  # a bare carriage return inside the header
+        raise SimInputError(
+            f"{name} is not a valid CSV file: its header (row 1) holds a line break (a bare"
+            " carriage return); save it with ordinary line endings"
+        )
+    header = next(csv.reader([first_line.rstrip("\r")]), [])
+    text_columns = {raw: str for raw in header if raw.strip().lower() in ("tenant", "request_id")}
     try:
         df = pd.read_csv(
             source,  # type: ignore[arg-type]
@@ -157,6 +176,8 @@ def _read_frame(source: object, name: str) -> pd.DataFrame:
         raise SimInputError(f"{name} is empty; a trace needs a header and rows") from None
     except UnicodeDecodeError:
         raise SimInputError(f"{name} is not a CSV text file (it is not UTF-8 text)") from None
+    except csv.Error as exc:  # the python engine's own errors, as one line
+        raise SimInputError(f"{name} is not a valid CSV file: {exc}") from None
     except pd.errors.ParserError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "parse error"
         fields = _FIELDS.search(first)  # pandas: "Expected 3 fields in line 4, saw 4"
@@ -168,6 +189,8 @@ def _read_frame(source: object, name: str) -> pd.DataFrame:
         raise SimInputError(f"trace file not found: {source}") from None
     except OSError as exc:
         raise SimInputError(f"cannot read trace {name}: {exc.strerror or exc}") from None
+    if not isinstance(df.index, pd.RangeIndex):  # pandas took the first row's extra fields
+        raise _extra_fields(source, name, len(header))  # as row labels: columns shifted
     df.columns = [str(c).strip().lower() for c in df.columns]
     filled = df.notna().to_numpy().any(axis=1)
     last = np.flatnonzero(filled)

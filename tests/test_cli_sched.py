@@ -198,3 +198,17 @@ def test_the_schema_needs_a_run_with_detail():
     scenario = json.loads((DATA / "fig82.json").read_text())
     with pytest.raises(SimInputError, match="per-step detail"):
         to_schema(replay_run(scenario, detail=False))
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [  # issue 37, fault 6: a _csv.Error traceback (exit 1), and a run of shifted columns
+        ("arrival_s,prompt\rx_tokens,output_tokens\n0,1,1\n", "holds a line break"),
+        ("arrival_s,prompt_tokens,output_tokens\n0,100,10,5,6\n", "more fields than the header"),
+    ],
+)
+def test_a_malformed_trace_exits_2_with_one_line(tmp_path, text, needle):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    proc = _sim("simulate", "--gpu", "L4", "--model", "Llama-3.1-8B", "--workload", str(path))
+    _assert_one_line_error(proc, needle)

@@ -23,7 +23,9 @@ def test_a_markdown_table_becomes_rows_without_its_rule_or_emphasis():
         ["Gap, worst", "1,200 ms", "40 ms"],
     ]
     assert second == [["a", "b"], ["1", "2"]]
-    assert list(csv.reader(io.StringIO(to_csv(first))))[2] == ["Gap, worst", "1,200 ms", "40 ms"]
+    got = list(csv.reader(io.StringIO(to_csv(first))))  # units in the header (issue 37)
+    assert got[0] == ["Effect", "Whole (ms)", "Chunked (ms)"]
+    assert got[2] == ["Gap, worst", "1200", "40"]
     assert markdown_tables("No table here.\n- a list | with a bar") == []
 
 
@@ -42,7 +44,8 @@ def test_each_table_of_a_lesson_downloads_as_the_csv_of_what_it_shows(page, name
     assert buttons[0].proto.label == "⬇ Table (CSV)"
     got = list(csv.reader(io.StringIO(download_data(buttons[0]).decode("utf-8"))))
     shown = [t for m in at.markdown for t in markdown_tables(m.value)]
-    assert got in shown  # the table as the page draws it, cell for cell
+    as_csv = [list(csv.reader(io.StringIO(to_csv(t)))) for t in shown]
+    assert got in as_csv  # the table as the page draws it, cell for cell, units in its header
     assert len(got) > 2 and all(len(row) == len(got[0]) for row in got)
 
 
@@ -61,3 +64,19 @@ def test_data_tables_read_with_thousands_separators():
     for cell in ("123,456", ">7<", "1,234.5", "2.0", "0.125", "1.000", "r1"):
         assert cell in html, cell
     assert "123456" not in html
+
+
+def test_units_go_in_the_header_and_numbers_chart():
+    """Issue 37: cells carried units ("51.9 s", "33%"), which a spreadsheet reads as text."""
+    rows = [["run", "TTFT", "busy", "mixed"], ["a", "51.9 s", "33%", "4 s"]]
+    rows.append(["b", "1.2 s", "5%", "n/a"])
+    got = list(csv.reader(io.StringIO(to_csv(rows))))
+    assert got == [["run", "TTFT (s)", "busy (%)", "mixed"], ["a", "51.9", "33", "4 s"],
+                   ["b", "1.2", "5", "n/a"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("cell", ['=HYPERLINK("http://e.x")', "+1+1", "-2+3", "@SUM(A1)", "\tx"])
+def test_formula_like_text_is_neutralized_and_numbers_are_not(cell):
+    """Issue 37, fault 7: a request id starting with = + - @ went into the CSV as it was."""
+    got = list(csv.reader(io.StringIO(to_csv([["id", "n"], [cell, "-4"]]))))
+    assert got[1] == ["'" + cell, "-4"]

@@ -38,6 +38,9 @@ GOOD = b"arrival_s,prompt_tokens,output_tokens\n0,100,20\n0.5,300,40\n1.0,50,10\
             b"arrival_s,prompt_tokens,output_tokens\n0,1,2\n1,2,3,4\n",
             "row 3 has 4 fields, the header has 3",
         ),
+        # issue 37, fault 6: a bare carriage return in the header, and a wide first row
+        (b"arrival_s,prompt\rx_tokens,output_tokens\n0,1,1\n", "holds a line break"),
+        (b"arrival_s,prompt_tokens,output_tokens\n0,100,10,5,6\n", "in 1 row: row 2"),
     ],
 )
 def test_a_bad_trace_is_refused_with_one_line(data, says):
@@ -144,3 +147,18 @@ def test_an_uploaded_file_name_is_shown_as_plain_text(name):
     assert html.count("<strong>") == 1  # the name's own bold, nothing inside it
     for tag in ("<a", "<img", "<h1", "<h2", "<b>", "<code", "<em"):
         assert tag not in html, html
+
+
+def test_request_ids_that_look_like_formulas_download_as_text():
+    """Issue 37, fault 7: the per-request CSV wrote a request id starting with = + - @ as it was
+    (a spreadsheet runs it as a formula); it gets a leading apostrophe, numbers stay numbers."""
+    ids = ['=HYPERLINK("http://e.x","hi")', "+1", "-cmd", "@SUM(A1)"]
+    rows = "".join(f'{i},16,4,"{x.replace(chr(34), 2 * chr(34))}"\n' for i, x in enumerate(ids))
+    trace = tool.load(
+        f"arrival_s,prompt_tokens,output_tokens,request_id\n{rows}".encode(), "f.csv", MML
+    )
+    p = tool.Params()
+    r = tool.build(trace, p, tool.run_side(p, "a", trace), tool.run_side(p, "b", trace))
+    table = pd.read_csv(io.BytesIO(tool.per_request_csv(r)), dtype={"request_id": str})
+    assert set(table["request_id"]) == {"'" + x for x in ids}
+    assert pd.api.types.is_numeric_dtype(table["ttft_ms"])

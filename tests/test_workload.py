@@ -279,6 +279,14 @@ HEADER = "arrival_s,prompt_tokens,output_tokens\n"
         ),
         (HEADER.encode() + b"0,\xff\xfe,1\n", "is not a CSV text file (it is not UTF-8 text)"),
         (HEADER + '0,5,1\n"1,2,3\n', "is not a valid CSV file"),
+        # issue 37, fault 6: a bare carriage return in the header was a _csv.Error traceback,
+        ("arrival_s,prompt\rx_tokens,output_tokens\n0,1,1\n", "its header (row 1) holds a line"),
+        # and a first row wider than the header ran shifted (prompt 5, output 6)
+        (
+            HEADER + "0,100,10,5,6\n1,5,5\n2,100,10,5,6\n",
+            "more fields than the header's 3 (up to 5) in 2 rows: rows 2, 4 (row 1 is the header)",
+        ),
+        (HEADER + "0,5,1\n0,100,10,5,6\n", "row 3 has 5 fields, the header has 3"),
     ],
 )
 def test_bad_traces_get_one_line_naming_the_rows(tmp_path, text, message):

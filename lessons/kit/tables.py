@@ -35,10 +35,49 @@ def markdown_tables(body: str) -> list[list[list[str]]]:
     return tables
 
 
+_NUMBER = re.compile(r"^[-+]?\d[\d,]*(\.\d+)?$")
+_WITH_UNIT = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?)\s?(%|ms|s|GB|GiB|MB|TB/s|tokens|×)$")
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
+
+
+def safe_cell(value: object, numbers: bool = True) -> object:
+    """A cell as spreadsheets take it safely: text that starts like a formula (`=`, `+`, `-`,
+    `@`, a tab or a carriage return) gets a leading apostrophe, so a request id such as
+    `=HYPERLINK(...)` stays text (OWASP's rule for CSV injection). `numbers`: a cell that reads
+    as a number ("-4") is one and stays as it is; False for a column of text (request ids)."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA):
+        return value
+    return value if numbers and _NUMBER.match(value) else "'" + value
+
+
+def _units_in_header(rows: list[list[str]]) -> list[list[str]]:
+    """A column whose every cell is a number with the same unit ("51.9 s", "33%") carries the
+    unit in its header ("TTFT (s)") and plain numbers, which a spreadsheet can chart; numbers
+    lose their thousands separators."""
+    if len(rows) < 2:
+        return rows
+    out = [list(r) for r in rows]
+    for j in range(len(rows[0])):
+        cells = [r[j] for r in rows[1:] if j < len(r) and r[j] not in ("", "–")]
+        found = [_WITH_UNIT.match(c) for c in cells]
+        units = {m.group(2) for m in found if m}
+        unit = units.pop() if cells and all(found) and len(units) == 1 else None
+        for r in out[1:]:
+            if j >= len(r):
+                continue
+            m = _WITH_UNIT.match(r[j]) if unit else None
+            number = m.group(1) if m else r[j]
+            r[j] = number.replace(",", "") if _NUMBER.match(number) else r[j]
+        if unit:
+            out[0][j] = f"{out[0][j]} ({unit})"
+    return out
+
+
 def to_csv(rows: list[list[str]]) -> str:
-    """Rows of cells as CSV text."""
+    """Rows of cells as CSV text: units in the headers, formula-like text neutralized."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows([[safe_cell(c) for c in r] for r in _units_in_header(rows)])
     return out.getvalue()
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 from lessons.kit import shared
 from lessons.kit.controls import Choice, Integer, Steps, Toggle, control, shown
 from lessons.kit.limits import BUDGETS, effective
+from lessons.kit.tables import safe_cell
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
 from sim.metrics import measure, request_table, summarize
@@ -321,4 +322,7 @@ def per_request_csv(r: Readout) -> bytes:
     frames = [side.requests.assign(configuration=side.name) for side in (r.a, r.b)]
     table = pd.concat(frames, ignore_index=True)
     cols = ["configuration", *[c for c in table.columns if c != "configuration"]]
-    return table[cols].to_csv(index=False).encode("utf-8")
+    table = table[cols]
+    text = table.select_dtypes(exclude="number").columns  # request ids come from the upload
+    table = table.assign(**{c: table[c].map(lambda v: safe_cell(v, numbers=False)) for c in text})
+    return table.to_csv(index=False).encode("utf-8")
