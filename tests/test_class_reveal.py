@@ -31,7 +31,7 @@ def _revealed_room(lesson_id: str, choices: list[bool], questions: int = 1) -> s
         wrong = next(c for c in q.shown_choices if c != q.correct_choice)
         for i, right in enumerate(choices):
             choice = q.correct_choice if right else wrong
-            r.answer(code, number, f"student-{i:010d}", choice, right)
+            r.answer(code, number, f"student-{i:010d}", choice, right, options=q.shown_choices)
         r.reveal(code, token, number)
     return code
 

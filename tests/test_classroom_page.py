@@ -48,7 +48,7 @@ def test_a_round_between_an_instructor_and_a_student():
     student.run()
     assert f"**The answer:** {q.correct_choice}" in _texts(student)
     assert "You answered" in _texts(student)
-    assert [c.value for c in student.caption] == ["Your score so far: 0 right of 1 revealed."]
+    assert [c.value for c in student.main.caption] == ["Your score so far: 0 right of 1 revealed."]
 
 
 def test_a_bad_or_unknown_code_is_reported_as_plain_text():

@@ -248,7 +248,8 @@ def _send(code: str, number: int, q: Question, key: str) -> None:
     if choice is None:
         return
     try:  # graded here, on the server: the page never holds the right answer before the reveal
-        rooms().answer(code, number, learner_id(), choice, choice == q.correct_choice)
+        correct = choice == q.correct_choice
+        rooms().answer(code, number, learner_id(), choice, correct, options=q.shown_choices)
     except RoomError as exc:
         st.session_state["class-refused"] = str(exc)
 

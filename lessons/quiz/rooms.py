@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -332,9 +333,15 @@ class Rooms:
         choice: str,
         correct: bool,
         now: float | None = None,
+        *,
+        options: Sequence[str],
     ) -> bool:
         """Record a student's answer to the current, unrevealed round. True if recorded, False
-        if this student had answered it already (the first answer stands)."""
+        if this student had answered it already (the first answer stands). `options`: the
+        question's choices; anything else (a forged message can send any string of any length)
+        is refused and counts nowhere."""
+        if choice not in options:
+            raise RoomError("that is not one of this question's choices")
         now = time.time() if now is None else now
         self._open_room(code, now)
         if self.nickname(code, student) is None:
