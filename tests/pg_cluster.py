@@ -44,10 +44,23 @@ class Cluster:
     port: int
     bindir: Path
     as_postgres: bool
+    settings: str = ""
 
     @property
     def url(self) -> str:
         return f"postgresql+psycopg://{USER}@127.0.0.1:{self.port}/postgres"
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data and its port (what a restart does first); every
+        connection to it is cut. `resume()` starts it again."""
+        pg_ctl = [str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data")]
+        _run(self, [*pg_ctl, "-m", "fast", "-w", "stop"])
+
+    def resume(self) -> None:
+        """Start a halted server again, on the same port with the same data."""
+        proc = _start_server(self)
+        if proc.returncode != 0:
+            raise ClusterError(f"pg_ctl start failed: {_last_log_line(self)}")
 
     def stop(self) -> None:
         _run(
@@ -68,6 +81,23 @@ def _run(cluster: Cluster, argv: list[str], check: bool = True) -> subprocess.Co
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         raise ClusterError(f"{program} failed: {last[0]}")
     return proc
+
+
+def _start_server(cluster: Cluster) -> subprocess.CompletedProcess:
+    """pg_ctl start on the cluster's port, with its settings, waiting until it accepts."""
+    return _run(
+        cluster,
+        [str(cluster.bindir / "pg_ctl"), "-D", str(cluster.folder / "data")]
+        + ["-l", str(cluster.folder / "log"), "-w", "-t", "30"]
+        + ["-o", f"-p {cluster.port} -k {cluster.folder} {cluster.settings}", "start"],
+        check=False,
+    )
+
+
+def _last_log_line(cluster: Cluster) -> str:
+    log = cluster.folder / "log"
+    lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+    return lines[-1] if lines else "?"
 
 
 def start(*, durable: bool = False) -> Cluster:
@@ -97,19 +127,13 @@ def start(*, durable: bool = False) -> Cluster:
         settings = "-c listen_addresses=127.0.0.1 -c max_connections=100"
         if not durable:
             settings += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        cluster.settings = settings
         for _attempt in range(3):
             cluster.port = free_port()
-            proc = _run(
-                cluster,
-                [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w"]
-                + ["-t", "30", "-o", f"-p {cluster.port} -k {folder} {settings}", "start"],
-                check=False,
-            )
-            if proc.returncode == 0:
+            if _start_server(cluster).returncode == 0:
                 return cluster
             time.sleep(0.2)  # the port was taken between free_port() and the bind: try another
-        log = (folder / "log").read_text(errors="replace").strip().splitlines()[-1:] or ["?"]
-        raise ClusterError(f"pg_ctl start failed: {log[0]}")
+        raise ClusterError(f"pg_ctl start failed: {_last_log_line(cluster)}")
     except (ClusterError, OSError, subprocess.TimeoutExpired) as exc:
         cluster.stop()
         if isinstance(exc, ClusterError):

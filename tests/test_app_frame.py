@@ -160,8 +160,9 @@ def test_secrets_url_selects_the_database(tmp_path, monkeypatch):
 
 
 def test_an_unreachable_database_degrades_to_a_warning(monkeypatch):
-    """The database is down: pages still run, a Check still grades and explains (no XP), and
-    the sidebar says the answers cannot be saved."""
+    """The database is down: pages still run, a Check still grades and explains, the session
+    holds the answer and its XP and the card says it is not saved yet (tests/test_store_faults.py
+    writes it once the database is back), and the sidebar says the answers cannot be saved."""
     monkeypatch.setenv("STEPWISE_DATABASE_URL", "postgresql+psycopg://nobody@127.0.0.1:1/none")
     lesson = lessons()[0]
     q = lesson.bank().questions[0]
@@ -170,6 +171,7 @@ def test_an_unreachable_database_degrades_to_a_warning(monkeypatch):
     assert not at.exception
     assert any("Correct" in s.value for s in at.success)
     assert any(q.explanation in m.value for m in at.markdown)
-    assert at.session_state["progress"].xp == 0
+    assert at.session_state["progress"].xp == 10
+    assert any("Not saved yet" in w.value for w in at.warning)
     fresh = run_page()
     assert any("cannot be saved" in w.value for w in fresh.sidebar.warning)

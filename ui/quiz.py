@@ -14,6 +14,7 @@ import random
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from lessons.course import SITE_TEXT, Lesson
 from lessons.kit.words import join
@@ -29,7 +30,7 @@ from lessons.quiz.progress import (
     question_key,
 )
 from lessons.text import section
-from ui.state import course, progress, record
+from ui.state import course, progress, record, unsaved
 
 FEEDBACK_KEY = "quiz-feedback"
 
@@ -42,9 +43,11 @@ def _feedback() -> dict[str, Feedback]:
     return st.session_state.setdefault(FEEDBACK_KEY, {})
 
 
-def _show(feedback: Feedback | None, *, question: bool) -> None:
+def _show(feedback: Feedback | None, *, question: bool, item: str = "") -> None:
     if feedback is None:
         return
+    if unsaved(item):  # graded, held in this session until the database answers (ui/state.py)
+        st.warning(section(SITE_TEXT, "quiz-not-saved"), icon=":material/cloud_off:")
     if feedback.correct:
         if feedback.xp_gained:
             name, gained = "quiz-correct", f" +{feedback.xp_gained} XP"
@@ -62,12 +65,14 @@ def _show(feedback: Feedback | None, *, question: bool) -> None:
 
 
 def _graded(answer: Answer, explanation: str) -> Feedback:
-    """Record the answer and say what it earned (if it could not be saved: the grade and the
-    explanation all the same, no XP; the sidebar says why)."""
+    """Record the answer and say what it earned. If it could not be saved yet, the session holds
+    it and counts it (ui/state.py `record`): the same grade and XP, and the card says it is not
+    saved (`_show`)."""
     written, prog = record([answer])
-    if not written:
+    row = written[0] if written else answer
+    if row not in prog.log:  # neither written nor held: the grade and explanation, no XP
         return Feedback(correct=answer.correct, explanation=explanation, xp_gained=0)
-    return feedback_for(written[0], prog.log, course(prog.log), explanation)
+    return feedback_for(row, prog.log, course(prog.log), explanation)
 
 
 def _check_question(lesson: Lesson, question_id: str, radio_key: str, on_checked=None) -> None:
@@ -82,6 +87,7 @@ def _check_question(lesson: Lesson, question_id: str, radio_key: str, on_checked
     _feedback()[key] = _graded(
         grade_question(bank, question_id, choice), bank.question(question_id).explanation
     )
+    st.session_state[GRADED_KEY] = True
     if on_checked is not None:
         on_checked()
 
@@ -98,10 +104,25 @@ def _answered_before(key: str) -> None:
     st.caption(section(SITE_TEXT, "quiz-answered-right" if first else "quiz-answered-wrong"))
 
 
+GRADED_KEY = "quiz-graded"  # a Check graded an answer since the last run
+
+
+def _whole_page_after_grading() -> None:
+    """A Check pressed inside a fragment (a question next to its chart, in a lesson's lab)
+    reruns only that fragment, so the sidebar's XP and the page's other parts (the held runs
+    of a prediction, the practice at the end) would lag: rerun the whole page once."""
+    if not st.session_state.pop(GRADED_KEY, False):
+        return
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.fragment_ids_this_run:
+        st.rerun(scope="app")
+
+
 def render_question(lesson: Lesson, q, number: int, where: str = "quiz", on_checked=None) -> None:
     """One question card: its choices, Check and the feedback. `where` keeps the widget keys of
     a card drawn twice on a page (a predict question above its animation and in the quiz)
     apart; `on_checked()` runs after a Check has graded an answer."""
+    _whole_page_after_grading()
     key = question_key(lesson.id, q.id)
     radio_key = _slug(where, lesson.id, q.id)
     with st.container(border=True):
@@ -124,7 +145,7 @@ def render_question(lesson: Lesson, q, number: int, where: str = "quiz", on_chec
         if st.session_state.get(f"{radio_key}-empty"):
             st.warning(section(SITE_TEXT, "quiz-empty"))
         _answered_before(key)
-        _show(_feedback().get(key), question=True)
+        _show(_feedback().get(key), question=True, item=key)
 
 
 def render_quiz(
@@ -193,7 +214,7 @@ def render_exercise(lesson: Lesson, spec: ExerciseSpec) -> None:
         key = exercise_key(lesson.id, spec.id)
         if key in progress().solved and key not in _feedback():
             st.caption(section(SITE_TEXT, "exercise-solved-before"))
-        _show(_feedback().get(key), question=False)
+        _show(_feedback().get(key), question=False, item=key)
 
 
 def render_lesson_practice(
@@ -214,7 +235,8 @@ def render_lesson_practice(
     box: Any = contextlib.nullcontext()
     if folded:
         counts = {"questions": len(left), "exercises": len(exercises)}
-        label = section(SITE_TEXT, "practice-here", counts)
+        only = "" if left and exercises else "-questions" if left else "-exercises"
+        label = section(SITE_TEXT, "practice-here" + only, counts)
         box = st.expander(label, icon=":material/quiz:")
     with box:
         render_quiz(lesson, asked_above, asked_here)

@@ -13,7 +13,7 @@ import streamlit as st
 
 from lessons.course import SITE_TEXT, lessons
 from lessons.text import section
-from ui.state import keep_learner_cookie, refresh_progress, store_down
+from ui.state import keep_learner_cookie, refresh_progress, store_down, store_note
 
 _CSS = """<style>
 [data-testid="stSidebarContent"] { display: flex; flex-direction: column; }
@@ -36,5 +36,5 @@ def learner() -> None:
         st.progress(prog.finished / total, text=section(SITE_TEXT, "sidebar-finished", done))
         st.caption(section(SITE_TEXT, "sidebar-finished-help"))
         if store_down():
-            st.warning(section(SITE_TEXT, "progress-store-down"), icon=":material/cloud_off:")
+            st.warning(store_note(), icon=":material/cloud_off:")  # why, and what is kept
         keep_learner_cookie()

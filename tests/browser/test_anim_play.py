@@ -6,7 +6,7 @@ at every Pause), and Play goes on from the frame on screen when a chart opened a
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from tests.browser.helpers import CHART, chart_state, open_page, play_then_pause
 
@@ -62,3 +62,19 @@ def test_play_goes_on_from_the_frame_a_link_opened(page: Page, app_url: str):
     moved = chart_state(page, index)["slider"]
     chart.locator(".updatemenu-button", has_text="Pause").first.click()
     assert moved > start, f"Play went from frame {start} to {moved}, not on from {start}"
+
+
+def test_a_question_next_to_its_chart_updates_the_xp_at_once(page: Page, app_url: str):
+    """A Check inside a lesson's fragment (a question under its chart) reran only the fragment:
+    the sidebar said 0 XP next to "Correct! +10 XP" until the next full run."""
+    from lessons.course import lesson
+
+    q = lesson("choosing_budget").bank().question("tiny_budget")
+    open_page(page, f"{app_url}/choosing-budget", charts=None)
+    card = page.locator(".st-key-quiz-choosing-budget-tiny-budget")
+    card.scroll_into_view_if_needed()
+    card.get_by_text(q.correct_choice, exact=True).click()
+    page.locator(".st-key-quiz-choosing-budget-tiny-budget-check button").click()
+    expect(page.get_by_text("Correct!").first).to_be_visible(timeout=30_000)
+    xp = page.locator("[data-testid=stSidebar] [data-testid=stMetricValue]").first
+    expect(xp).to_have_text("10", timeout=30_000)
