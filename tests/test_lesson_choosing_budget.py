@@ -10,6 +10,7 @@ example (tests/data/exercise.json).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -21,6 +22,7 @@ from lessons.choosing_budget.lesson import (
     BUDGETS,
     CONTEXT,
     MAX_PREFILL_STEPS,
+    PREFIX,
     USER_PROMPT,
     Params,
     build,
@@ -33,8 +35,10 @@ from lessons.choosing_budget.lesson import (
 )
 from lessons.course import lesson
 from lessons.kit import story
+from lessons.kit.controls import declared
 from sim.config import SchedulerConfig
 from sim.cost import OVERHEAD_MS, Deployment, ridge_tokens, step_costs
+from sim.hardware import default_batch_limits
 from sim.scheduler import run_steps
 from tests import reference_scheduler
 from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
@@ -592,3 +596,91 @@ def test_a_budget_lines_label_keeps_off_the_curve(changes):
         assert note["bgcolor"].startswith("rgba(255,255,255")  # a line it crosses runs behind
     if len(notes) == 2 and notes[0]["xanchor"] == notes[1]["xanchor"]:
         assert abs(notes[0]["y"] - notes[1]["y"]) >= band  # side by side: one above the other
+
+
+# -- issue 36: diagram first -----------------------------------------------------------------------
+
+
+OWN = {f"w:{d.url_key(PREFIX)}" for d in declared(Params)}  # the lesson's controls' widgets
+
+
+def _in_order(at) -> list[tuple[str, str]]:
+    """The main column in reading order: ("chart", title; "animation" for the animated one),
+    ("md", text), ("expander", label), ("control", widget key)."""
+    out = []
+    for node in at.main:
+        kind = getattr(node, "type", "")
+        if kind == "plotly_chart":
+            spec = json.loads(node.proto.spec)
+            title = spec["layout"].get("title", {}).get("text", "")
+            out.append(("chart", "animation" if spec.get("frames") else title))
+        elif kind == "markdown":
+            out.append(("md", node.value))
+        elif kind == "expander":
+            out.append(("expander", node.label))
+        elif kind in ("select_slider", "slider", "selectbox") and node.key in OWN:
+            out.append(("control", node.key))
+    return out
+
+
+def _question_at(order: list, question_id: str) -> int:
+    number = [q.id for q in lesson("choosing_budget").bank().questions].index(question_id) + 1
+    return next(i for i, (k, v) in enumerate(order) if k == "md" and v.startswith(f"**{number}.**"))
+
+
+def _folded(at, topic: str) -> str:
+    (box,) = [e for e in at.expander if e.label == f"Go deeper: {topic}"]
+    return "\n".join([m.value for m in box.markdown] + [c.value for c in box.caption])
+
+
+def test_the_page_opens_on_the_budget_and_its_trade():
+    """The title, one sentence, the budget slider, then the trade chart; the other controls
+    come after the chart, with their URL keys unchanged."""
+    order = _in_order(_page())
+    kinds = [k for k, _ in order]
+    assert order[0] == ("md", "# Choosing the budget")
+    intro = story.text(lesson("choosing_budget").text_path, "intro")
+    assert order[1] == ("md", intro) and intro.count(". ") == 0 and intro.endswith(".")
+    chart = kinds.index("chart")
+    assert order[chart][1].startswith("The budget's trade")
+    controls = [(i, v) for i, (k, v) in enumerate(order) if k == "control"]
+    assert [v for i, v in controls if i < chart] == ["w:choose-budget"]
+    after = {v for i, v in controls if i > chart}
+    assert {"w:gpu", "w:model", "w:choose-decodes", "w:choose-prompt", "w:choose-itl"} <= after
+
+
+def test_each_question_sits_under_the_chart_that_answers_it():
+    at = _page()
+    order = _in_order(at)
+    trade = next(i for i, (k, v) in enumerate(order) if k == "chart" and "trade" in v)
+    anim = next(i for i, (k, v) in enumerate(order) if (k, v) == ("chart", "animation"))
+    for qid in ("tiny_budget", "why_slower", "rule", "no_budget_fits", "batch_job"):
+        assert trade < _question_at(order, qid) < anim, qid
+    for qid in ("cap_not_size", "ttft_not_linear"):
+        assert anim < _question_at(order, qid), qid
+    folds = [v for k, v in order if k == "expander"]
+    assert "Check yourself on this chart: 3 questions" in folds
+    assert "Check yourself on this chart: 2 questions" in folds
+    assert "More practice: 1 exercise" in folds
+    keys = [r.key for r in at.radio if r.key]
+    for q in lesson("choosing_budget").bank().questions:  # each asked once, by its chart
+        assert keys.count(f"quiz-choosing-budget-{q.id}".replace("_", "-")) == 1, q.id
+
+
+def test_go_deeper_holds_what_left_the_main_flow():
+    """The tiny-budget aside, the rough guide and the method fold away, whole; the method says
+    the runs' max_num_seqs beside vLLM's serve defaults (issue 36, statement 6)."""
+    r = build(Params())
+    text = lesson("choosing_budget").text_path
+    at = _page()
+    labels = [e.label for e in at.expander]
+    for topic in story.labels(text, "deeper").values():
+        assert f"Go deeper: {topic}" in labels, topic
+    assert story.text(text, "small", r) in _folded(at, "why not always a tiny budget")
+    assert story.text(text, "guide", r) in _folded(at, "rough budgets by workload")
+    method = " ".join(_folded(at, "how these numbers are made").split())
+    assert " ".join(story.text(text, "method", r).split()) in method
+    assert r.run_seqs == lane_config(*SCENE, r.budget).max_num_seqs == 129
+    seqs = {g: default_batch_limits(g, usage="server")["max_num_seqs"] for g in ("L4", "H100-SXM")}
+    assert f"`max_num_seqs` to the users plus the prompt ({r.run_seqs:,})" in method
+    assert f"defaults to {seqs['L4']:,} on the L4 and {seqs['H100-SXM']:,} on the H100" in method

@@ -531,3 +531,84 @@ def test_reset_this_lesson_restores_its_defaults():
     assert at.select_slider(key="w:chunk-prompt").value == 8000
     assert at.slider(key="w:chunk-users").value == 48
     _shown(at, build(Params()))
+
+
+# -- diagram first (issue 36) ----------------------------------------------------------------------
+
+
+def _walk(node):
+    """Every element of an AppTest tree, in the order the page draws them."""
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _walk(child)
+
+
+def _order(at) -> list[str]:
+    """The page's charts (by title) and quiz questions (by id), in the order drawn."""
+    import json
+
+    out = []
+    for node in _walk(at.main):
+        if node.type == "plotly_chart":
+            out.append("chart:" + json.loads(node.proto.spec)["layout"]["title"]["text"])
+        elif node.type == "radio" and str(node.key).startswith("quiz-chunked-prefill-"):
+            out.append(str(node.key).removeprefix("quiz-chunked-prefill-"))
+    return out
+
+
+def _expander_text(at, topic: str) -> str:
+    """The markdown inside the folded section whose label holds `topic`."""
+    (box,) = [e for e in at.expander if topic in e.label]
+    return " ".join(" ".join(m.value.split()) for m in box.markdown)
+
+
+def test_the_cast_line_says_why_the_lesson_opens_on_the_a100(opening, seed):
+    """One cast: the lesson opens on the A100-80GB, not the course's H100-SXM, and says why in
+    one line, from the defaults it quotes (the H100's budget would take the prompt whole)."""
+    r = seed
+    assert (r.cast_gpu, r.course_gpu, r.cast_prompt) == (Params().gpu, "H100-SXM", r.prompt)
+    assert r.cast_budget == r.budget and r.chunk_steps > 1  # chunked here...
+    h100 = build(Params(gpu="H100-SXM"))
+    assert h100.budget == r.course_budget and h100.one_chunk  # ... whole on the H100
+    line = _flat("cast", r)
+    assert "synchronous" in line and line in [" ".join(c.value.split()) for c in opening.caption]
+
+
+def test_questions_sit_next_to_their_charts(opening):
+    """The lanes' question right under the lanes, the GPU-use question under that chart; every
+    question of the bank is asked on the page, none left for the practice at its end."""
+    order = _order(opening)
+    lanes = next(i for i, o in enumerate(order) if o.startswith("chart:The same users"))
+    use = next(i for i, o in enumerate(order) if o.startswith("chart:How much of the GPU"))
+    assert order[lanes + 1] == "protects-itl"
+    assert order[use + 1] == "mixing-uses-gpu"
+    asked = {o for o in order if not o.startswith("chart:")}
+    bank = {q.id.replace("_", "-") for q in lesson("chunked_prefill").bank().questions}
+    assert asked == bank
+
+
+def test_go_deeper_holds_what_left_the_main_flow(opening, seed):
+    r = seed
+    assert f"**{r.extra_fixed_ms:,.1f} ms**" in _expander_text(opening, "extra wait")
+    assert _expander_text(opening, "synchronous").startswith("**Scheduling mode: synchronous**")
+    assert f"{r.chunk_step_ms_max:,.1f} ms" in _expander_text(opening, "every effect")
+    assert "scheduler_reserve_full_isl" in _expander_text(opening, "head-of-line")
+    assert f"{r.user_prompt}-token prompt" in _expander_text(opening, "runs behind")
+
+
+def test_the_page_names_the_claim_it_corrects_and_the_alternatives(opening, seed):
+    """Issue 36: the seed's "mixing uses both resources" is named and answered with the runs'
+    own numbers; Sarathi-Serve and disaggregated prefill and decode have their Go deeper."""
+    use = _flat("use", seed)
+    assert "uses both resources at once" in use and "These runs say otherwise" in use
+    assert f"only {seed.chunked_bw_prompt_pct:.0f}% of peak" in use
+    sarathi = _expander_text(opening, "Sarathi-Serve")
+    assert "stall-free batching" in sarathi and "decodes" in sarathi
+    disagg = _expander_text(opening, "disaggregated")
+    assert "KV cache" in disagg and "another" in disagg
+    bank = lesson("chunked_prefill").bank()
+    for qid in ("head_of_line", "hol_memory"):
+        q = bank.question(qid)
+        assert not any("newest" in c for c in q.choices)
+        assert any("admitted or readmitted last" in c for c in q.choices)
+    assert bank.question("head_of_line").answer == 1 and bank.question("hol_memory").answer == 0

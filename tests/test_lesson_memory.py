@@ -305,13 +305,49 @@ def test_the_step_readout_tells_a_preemption(default):
 # -- predictions, exercise, quiz ---------------------------------------------------------------
 def test_the_predict_questions_are_answered_by_the_opening_run(default):
     bank = lesson("memory").bank()
-    victim, step = bank.question("predict_victim"), bank.question("predict_step")
+    victim = bank.question("predict_victim")
     assert victim.correct_choice == default.first_victim
-    assert step.correct_choice == f"Step {default.first_preempt_step}"
     assert len(set(victim.choices)) == len(victim.choices) == 4
     assert predict.answers()["step"] == default.first_preempt_step
-    assert f"in step {default.first_preempt_step}" in step.explanation
     assert len(bank.questions) >= 6 and sum(bool(q.computed) for q in bank.questions) >= 2
+
+
+def test_what_runs_the_pool_dry_is_read_from_the_run(default):
+    """Issue 36: the step-number guess ("step 86 / none / 43 / 1") became a question the learner
+    can reason out from the grid: what asks for the missing block. Its answer is the opening
+    run's: in the step that first preempts, every scheduled request writes one token of its
+    answer and none is admitted; its explanation quotes that step."""
+    bank = lesson("memory").bank()
+    dry = bank.question("predict_dry")
+    words = figures.labels()
+    facts = predict.answers()
+    run = predict.opening_run()
+    d = run.detail[facts["step"] - 1]
+    assert d.preempted.size and not d.new.size and not d.resumed.size
+    assert set(d.scheduled_tokens.tolist()) == {1}
+    assert facts["cause"] == predict.dry_cause(run, facts["step"]) == "decode"
+    assert dry.correct_choice == words["dry-decode"]
+    assert set(dry.choices) == {words[f"dry-{k}"] for k in ("decode", "prefill", "admit", "never")}
+    assert f"in step {default.first_preempt_step}: {d.scheduled_req.size} requests" in (
+        dry.explanation
+    )
+    assert "step" not in " ".join(dry.choices).lower()  # no step number to guess
+    # a preempting step in which a running request still computes its prompt says "prefill"
+    from types import SimpleNamespace as Run
+
+    def step(req, tokens, preempted=()):
+        return Run(
+            scheduled_req=np.array(req),
+            scheduled_tokens=np.array(tokens),
+            preempted=np.array(preempted),
+        )
+
+    for prompt, cause in ((200, "prefill"), (100, "decode")):
+        fake = Run(
+            detail=[step([0, 1], [100, 100]), step([0], [16], preempted=[1])],
+            workload=Run(prompt_tokens=np.array([prompt, prompt])),
+        )
+        assert predict.dry_cause(fake, 2) == cause
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -413,7 +449,7 @@ def test_the_predictions_reveal_the_step():
     # while the learner predicts, the text under the grid does not give the answers away
     assert summary not in markdown and story.text(TEXT, "summary-wait") in markdown
     bank = lesson("memory").bank()
-    for qid in ("predict_victim", "predict_step"):
+    for qid in ("predict_victim", "predict_dry"):
         key = f"predict-memory-{qid}".replace("_", "-")
         at.radio(key=key).set_value(bank.question(qid).correct_choice)
         at.button(key=f"{key}-check").click().run()
@@ -728,3 +764,91 @@ def test_limits_longer_than_every_request_share_one_run(p):
             r = build(q)
             assert not r.len_changes_nothing
             assert "The longest request" not in story.text(TEXT, "paging", r)
+
+
+# -- issue 36: diagram first ----------------------------------------------------------------------
+def _texts(at) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def _index(texts: list[str], part: str) -> int:
+    return next(i for i, t in enumerate(texts) if part in t)
+
+
+def test_the_page_opens_on_its_key_sentence_the_pool_slider_and_the_grid():
+    """Issue 36: the title, one key sentence and the cast line, the pool's size beside them,
+    then the grid; the predictions right under the grid's stepper, the other controls below."""
+    at = run_page(PAGE)
+    texts = _texts(at)
+    intro, cast = story.text(TEXT, "intro"), story.text(TEXT, "cast")
+    assert intro.count(". ") == 0 and intro.strip().endswith(".")  # one sentence
+    assert any(c.value == cast for c in at.caption) and "L4" in cast and "H100" in cast
+    columns = list(at.main.columns)
+    i = next(i for i, c in enumerate(columns) if intro in [m.value for m in c.markdown])
+    assert "w:mem-util" in {s.key for s in columns[i + 1].slider}  # beside the key sentence
+    assert _index(texts, intro) < _index(texts, "One cell per block")
+    predict_at = _index(texts, "Predict, then press Play")
+    assert _index(texts, "One cell per block") < predict_at < _index(texts, "Change the run")
+
+
+def test_questions_sit_under_the_chart_that_answers_them():
+    at = run_page(PAGE)
+    texts = _texts(at)
+    bank = lesson("memory").bank()
+    number = {q.id: i for i, q in enumerate(bank.questions, start=1)}
+    lead, wait = _index(texts, "### Why paging"), _index(texts, "The victims, their price")
+    for qid in ("fragmentation", "reservation", "max_model_len_cap"):
+        assert lead < _index(texts, f"**{number[qid]}.** ") < wait, qid
+    past_predictions(at)
+    texts = _texts(at)
+    classes, price = _index(texts, "### The victim"), _index(texts, "### The price")
+    fixes = _index(texts, "### The fixes")
+    assert classes < _index(texts, f"**{number['priority_admit']}.** ") < price
+    for qid in ("caching_recompute", "swap_v1"):
+        assert price < _index(texts, f"**{number[qid]}.** ") < fixes, qid
+    keys = [r.key for r in at.radio if r.key]
+    for q in bank.questions:  # each asked once: the predictions above, the rest by their charts
+        where = "predict" if q.computed else "quiz"
+        assert keys.count(f"{where}-memory-{q.id}".replace("_", "-")) == 1, q.id
+
+
+def test_go_deeper_holds_the_asides_and_says_them_truly(default):
+    """The asides moved into "Go deeper" are drawn (AppTest sees folded content), and the
+    issue-36 truth fixes read as they should."""
+    at = run_page(PAGE, query={"mem-skip": "1"})
+    shown = "\n".join(_texts(at))
+    labels = [e.label for e in at.expander]
+    for key, topic in story.labels(TEXT, "deeper").items():
+        if key != "rate" or default.rate_changes_nothing:
+            assert any(topic in label for label in labels), key
+    c = comparison(Params())
+    for name, r in (("swap", default), ("counting", default), ("async", c), ("paging", default)):
+        assert story.text(TEXT, name, r) in shown, name
+    swap = " ".join(story.text(TEXT, "swap", default).split())
+    assert "By default the v1 engine recomputes" in swap and "--kv-offloading-size" in swap
+    assert "only recomputes" not in swap
+    counting = " ".join(story.text(TEXT, "counting", default).split())
+    assert "once the step's output is processed" in counting
+    fixes = " ".join(story.text(TEXT, "fixes-after", c).split())
+    assert "new or readmitted after a preemption" in fixes and "with nothing running" in fixes
+    victim = " ".join(story.text(TEXT, "victim", c).split())
+    assert "admitted or readmitted last" in victim and "newest" not in victim
+    swap_q = lesson("memory").bank().question("swap_v1")
+    assert "By default" in swap_q.explanation and "--kv-offloading-size" in swap_q.explanation
+
+
+@pytest.mark.parametrize("p", VARIANTS[:3], ids=_ids)
+def test_running_is_counted_once_the_steps_output_is_processed(p):
+    """vLLM's running count is made after the step's output is processed: a request that
+    finished in the step no longer runs. In a synchronous run that is the running list
+    schedule() left less the step's finishes."""
+    r = build(p)
+    _, run = mem.traced_run(p)
+    fr = r.frames
+    for k, d in enumerate(run.detail):
+        gone = set(fr.finished[k])
+        assert fr.running[k] == len([q for q in d.running.tolist() if q not in gone])
+    if not p.async_scheduling:
+        np.testing.assert_array_equal(fr.running, run.num_running - run.num_finished)
+    assert (fr.running <= np.asarray(run.num_running)).all()
+    assert (fr.running < np.asarray(run.num_running)).any()  # some step finishes a request

@@ -160,7 +160,9 @@ def test_every_control_moves_the_page(name):
     shown = _metrics(at)
     assert {k: shown[k] for k in want} == want, name
     drawn = charts(at)
-    assert drawn[0]["data"][0]["y"] == list(r.int_ttft_p99_s)
+    # the stream (the setup) first, then the five policies' runs
+    assert drawn[0]["layout"]["title"]["text"] == figures.labels()["title-stream"]
+    assert drawn[1]["data"][0]["y"] == list(r.int_ttft_p99_s)
     assert drawn[-1]["frames"][0]["layout"]["title"]["text"].startswith(r.policy)
 
 
@@ -214,10 +216,11 @@ def test_a_gpu_that_never_queues_says_so_instead_of_claiming_overload():
     assert f"arrive within {r.arrival_span_s:.1f} s" in warned
     shown = "\n".join(m.value for m in at.markdown)
     assert "No policy fixes overload" not in shown and "Below capacity" not in shown
-    # the empty queue is said, not drawn as an empty line: four charts, no animation
+    # the empty queue is said, not drawn as an empty line: the stream and four bar charts, no
+    # animation
     assert r.queue_empty
     assert "the waiting queue stays empty through this run" in " ".join(shown.split())
-    assert len(charts(at)) == 4 and not [c for c in charts(at) if c.get("frames")]
+    assert len(charts(at)) == 5 and not [c for c in charts(at) if c.get("frames")]
     on_l4 = build(Params())
     assert on_l4.overloaded and not on_l4.never_queues and on_l4.peak_hi > 0
     assert not on_l4.short_of_full and not _says(on_l4, "no-queue-above")
@@ -355,3 +358,128 @@ def test_fair_share_is_explained_when_tenant_a_is_not_the_heaviest():
     said = _says(r, "fcfs-tenants", "fair-holds")
     assert "changes little" not in said and "another tenant sends more" in said
     assert "heavy tenant" not in said
+
+
+# -- issue 36: the stream first, questions next to their charts, asides folded -----------------
+
+
+def _walk(node):
+    """Every element of an AppTest tree, in the order the page draws them."""
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _walk(child)
+
+
+def _order(at) -> list[str]:
+    """The page's charts (by title key), questions (by id), Go-deeper asides (by key) and the
+    Policy control, in the order drawn."""
+    import json
+
+    titles = {words: key for key, words in figures.labels().items() if key.startswith("title-")}
+    topics = {words: key for key, words in story.labels(TEXT, "deeper").items()}
+    out = []
+    for node in _walk(at.main):
+        if node.type == "plotly_chart":
+            title = json.loads(node.proto.spec)["layout"]["title"]["text"]
+            out.append(titles.get(title, "title-queue").removeprefix("title-"))
+        elif node.type == "radio" and str(node.key).startswith("quiz-policies-"):
+            out.append(str(node.key).removeprefix("quiz-policies-").replace("-", "_"))
+        elif node.type == "expander" and node.label.startswith("Go deeper: "):
+            out.append("deeper:" + topics[node.label.removeprefix("Go deeper: ")])
+        elif node.type == "selectbox" and node.key == "w:pol-policy":
+            out.append("policy")
+    return out
+
+
+def test_the_page_opens_on_the_stream_and_asks_each_question_under_its_chart():
+    at = run_page(PAGE, timeout=180)
+    held = _order(at)
+    assert held[0] == "stream" and "classes" not in held  # the setup, not the answer
+    # while predicting, the questions wait in the footer's More practice, below every control
+    assert "priority_value" in held and held.index("priority_value") > held.index("policy")
+    past_predictions(at)
+    order = _order(at)
+    assert order[0] == "stream"
+    follows = {  # chart -> what comes next, before any other chart
+        "classes": ["priority_value", "priority_victim", "fcfs_victim"],
+        "waits": ["sjf_risk", "deeper:sjf"],
+        "tenants": ["fair_share"],
+        "hits": ["prefix_aware", "deeper:prefix"],
+        "queue": ["no_policy_fixes_overload", "deeper:admission"],
+    }
+    for chart, after in follows.items():
+        i = order.index(chart)
+        assert order[i + 1 : i + 1 + len(after)] == after, (chart, order)
+    assert order.index("policy") < order.index("queue")  # the queue's control above it
+    asked = {q for after in follows.values() for q in after if not q.startswith("deeper:")}
+    bank = {q.id for q in lesson("policies").bank().questions if not q.computed}
+    assert asked == bank  # every question of the bank, each once
+    assert sorted(order).count("priority_value") == 1
+
+
+def test_the_moved_text_is_in_its_go_deeper_section():
+    r = build(Params())
+    deep = _says(r, "deep-policies")
+    assert "admitted or readmitted last" in deep and "whole prompt and output" in deep
+    assert "--scheduling-policy priority" in deep and "`lpm`" in deep
+    assert "counted from the start of the run" in deep
+    assert "ageing" in _says(r, "deep-sjf") and "max_tokens" in _says(r, "deep-sjf")
+    assert "fill and drain" in _says(r, "deep-capacity")
+    assert "max_num_queued_reqs" in _says(r, "deep-admission")
+    assert "evicted waits behind" in _says(r, "deep-prefix")
+    at = past_predictions(run_page(PAGE, timeout=180))
+    labels = [e.label for e in at.expander if e.label.startswith("Go deeper: ")]
+    topics = story.labels(TEXT, "deeper")
+    assert sorted(labels) == sorted(f"Go deeper: {t}" for t in topics.values())
+    # a teaching policy's warning sends the learner to the aside that gives its rule
+    assert f'"{topics["policies"]}"' in _says(build(Params(policy="sjf")), "teaching")
+
+
+def test_the_cast_line_is_said_and_true():
+    r = build(Params())
+    assert r.gpu == "L4" and r.model == "Llama-3.1-8B" and r.async_scheduling
+    said = _says(r, "cast")
+    assert "L4" in said and "Llama-3.1-8B" in said and "async scheduling" in said
+    assert f"each of these {r.requests} requests" in said
+    on_h100 = build(Params(gpu="H100-SXM"))  # the reason given: nobody waits on an H100
+    assert on_h100.never_queues and np.ptp(on_h100.int_ttft_p99_s) < 0.01
+    at = run_page(PAGE, timeout=180)
+    assert " ".join(said.split()) in [" ".join(c.value.split()) for c in at.caption]
+
+
+def test_the_victim_rules_are_said_as_vllm_applies_them():
+    bank = lesson("policies").bank()
+    fcfs = bank.question("fcfs_victim")
+    assert "admitted or readmitted last" in fcfs.correct_choice
+    assert "least work" not in fcfs.explanation and "whole prompt" in fcfs.explanation
+    assert "admitted or readmitted last" in bank.question("priority_victim").explanation
+    r = build(Params())
+    assert "admitted or readmitted last" in _says(r, "preempted")
+    said = " ".join(_says(r, name) for name in ("preempted", "deep-policies"))
+    assert "newest" not in TEXT.read_text() and "request admitted last" not in said
+
+
+def test_the_prediction_asks_what_the_stream_shows(default):
+    r, _ = default
+    q = lesson("policies").bank().question("predict_lowest_p99")
+    facts = predict.answers()
+    said = q.prompt.format(**facts)
+    assert f"{facts['interactive']} interactive requests (the stream's circles)" in said
+    assert "above" not in said  # Practice and the class quiz ask it without the chart
+    # "most interactive jobs, though not all, are smaller than the batch jobs"
+    job, batch = r.queue.job_tokens, r.queue.batch
+    assert np.median(job[~batch]) < np.median(job[batch]) and job[~batch].max() > job[batch].min()
+    # the explanation's reason: PRIORITY beats SJF, whose slowest interactive jobs are the large
+    assert facts["best"] == "PRIORITY" and r.sjf_int_p99_s > r.prio_int_p99_s
+    stream = figures.stream(r)
+    assert [t["marker"]["symbol"] for t in stream["data"]] == ["circle", "square"]
+    words = figures.labels()
+    assert [t["name"] for t in stream["data"]] == [words["interactive"], words["batch"]]
+
+
+def test_a_link_to_fp8_on_a_gpu_without_it_runs_what_the_weights_control_shows():
+    at = run_page(PAGE, query={"gpu": "A100-80GB", "dtype": "fp8"}, timeout=180)
+    assert at.selectbox(key="w:dtype").value == "bf16"
+    want = dict(story.metrics(TEXT, "metrics", build(Params(gpu="A100-80GB", dtype="bf16"))))
+    shown = _metrics(at)
+    assert {k: shown[k] for k in want} == want

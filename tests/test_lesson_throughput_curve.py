@@ -10,12 +10,16 @@ point, and every exercise answer must agree with an independent scheduler
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from lessons.course import lesson
+from lessons.kit import story
+from lessons.kit.controls import declared
 from lessons.throughput_curve import exercise
-from lessons.throughput_curve.lesson import MAX_SEQS, Params, build, decode_curves
+from lessons.throughput_curve.lesson import MAX_SEQS, PREFIX, Params, build, decode_curves
 from sim.config import SchedulerConfig
 from sim.cost import OVERHEAD_MS, Deployment, step_costs
 from sim.hardware import default_batch_limits
@@ -51,6 +55,21 @@ def _loop_chart(at) -> dict:
 def _text(at) -> str:
     """All the page's markdown, with every run of whitespace (line breaks too) as one space."""
     return " ".join(" ".join(m.value for m in at.markdown).split())
+
+
+def _loop_series(chart: dict) -> dict[str, tuple[list, list]]:
+    """Each series of the loop chart by its legend name, its piece up to what the engine holds
+    and its dotted piece beyond joined (the pieces share `meta`; the point where they meet
+    once)."""
+    xs, ys = trace_values(chart, "x"), trace_values(chart, "y")
+    names: dict[str, str] = {}
+    points: dict[str, dict] = {}
+    for trace, x, y in zip(chart["data"], xs, ys, strict=True):
+        key = trace.get("meta") or trace["name"]
+        if trace.get("legendgroup") != "queued":
+            names[key] = trace["name"]
+        points.setdefault(key, {}).update(zip(x, y, strict=True))
+    return {names[key]: (sorted(p), [p[k] for k in sorted(p)]) for key, p in points.items()}
 
 
 def _anim(at) -> dict:
@@ -456,8 +475,7 @@ def test_the_loop_chart_draws_the_readout_with_units_and_alt_text():
     at = run_page(PAGE)
     r = build(Params())
     chart = _loop_chart(at)
-    xs, ys = trace_values(chart, "x"), trace_values(chart, "y")
-    by_name = {t["name"]: (x, y) for t, x, y in zip(chart["data"], xs, ys, strict=True)}
+    by_name = _loop_series(chart)
     x, y = by_name["closed loop (prompts arriving)"]
     assert x == r.loop.clients.tolist() and y == pytest.approx(r.loop.output_tps.tolist())
     x, y = by_name["closed loop: mean ITL"]
@@ -485,9 +503,8 @@ def test_the_async_toggle_says_what_changes():
     assert sync.one_step_ms == pytest.approx(build(Params()).one_step_ms + OVERHEAD_MS)
     assert _metric(at, "Largest within 20 ms") == f"{sync.pick:,}" == "128"
     assert f"would wait {sync.cmp_itl_other_ms:.1f} ms" in text
-    y = trace_values(_loop_chart(at))
-    names = [t["name"] for t in _loop_chart(at)["data"]]
-    assert y[names.index("closed loop: mean ITL")] == pytest.approx(sync.loop.itl_ms.tolist())
+    _, y = _loop_series(_loop_chart(at))["closed loop: mean ITL"]
+    assert y == pytest.approx(sync.loop.itl_ms.tolist())
 
 
 def test_the_output_length_moves_the_closed_loop():
@@ -687,3 +704,146 @@ def test_exercise_answers_match_the_reference_scheduler(seed):
     assert ok and drawn["pick"].answer == max(ok)
     assert max(rows) <= exercise.kv_capacity(d.gpu, d.model, d.context)
     assert f"**{target} ms**" in drawn["pick"].prompt
+
+
+# -- issue 36: diagram first -----------------------------------------------------------------
+TEXT = lesson("throughput_curve").text_path
+OWN = {f"w:{d.url_key(PREFIX)}" for d in declared(Params)}  # the lesson's controls' widgets
+
+
+def _in_order(at) -> list[tuple[str, str]]:
+    """The main column in reading order: ("chart", title; "animation" for the animated one),
+    ("md", text), ("expander", label), ("control", widget key)."""
+    out = []
+    for node in at.main:
+        kind = getattr(node, "type", "")
+        if kind == "plotly_chart":
+            spec = json.loads(node.proto.spec)
+            title = spec["layout"].get("title", {}).get("text", "")
+            out.append(("chart", "animation" if spec.get("frames") else title))
+        elif kind == "markdown":
+            out.append(("md", node.value))
+        elif kind == "expander":
+            out.append(("expander", node.label))
+        elif kind in ("select_slider", "slider", "selectbox", "toggle") and node.key in OWN:
+            out.append(("control", node.key))
+    return out
+
+
+def _question_at(order: list, question_id: str) -> int:
+    number = [q.id for q in lesson("throughput_curve").bank().questions].index(question_id) + 1
+    return next(i for i, (k, v) in enumerate(order) if k == "md" and v.startswith(f"**{number}.**"))
+
+
+def _folded(at, topic: str) -> str:
+    (box,) = [e for e in at.expander if e.label == f"Go deeper: {topic}"]
+    return "\n".join([m.value for m in box.markdown] + [c.value for c in box.caption])
+
+
+def test_the_page_opens_on_the_context_slider_and_the_curve_on_the_course_cast():
+    """Title, one sentence and the context slider, then the curve; every other control after
+    it (the output length by the closed loop), their URL keys unchanged; the cast (H100-SXM,
+    Llama-3.1-8B, async) said in one line."""
+    at = run_page(PAGE)
+    order = _in_order(at)
+    kinds = [k for k, _ in order]
+    assert order[0] == ("md", "# The sequence budget and the throughput curve")
+    intro = story.text(TEXT, "intro")
+    assert order[1] == ("md", intro) and intro.count(". ") == 0 and intro.endswith(".")
+    curve = kinds.index("chart")
+    assert order[curve][1].startswith("Throughput on H100-SXM, Llama-3.1-8B")
+    controls = [(i, v) for i, (k, v) in enumerate(order) if k == "control"]
+    assert [v for i, v in controls if i < curve] == ["w:tput-context"]
+    loop = next(i for i, (k, v) in enumerate(order) if k == "chart" and "closed loop on" in v)
+    assert [v for i, v in controls if curve < i < loop][-1] == "w:tput-output"
+    assert {"w:gpu", "w:model", "w:dtype", "w:tp", "w:tput-itl", "w:tput-async"} <= {
+        v for i, v in controls if i > curve
+    }
+    cast = story.text(TEXT, "cast", build(Params()))
+    assert " ".join(cast.split()) in _text(at) and cast.count("\n") <= 1 and "async" in cast
+
+
+def test_each_question_sits_under_the_chart_that_answers_it():
+    at = run_page(PAGE)
+    order = _in_order(at)
+    charts_at = [i for i, (k, _) in enumerate(order) if k == "chart"]
+    curve, reads, anim, loop = charts_at
+    for qid in ("shared_read", "past_knee", "lever", "long_context"):
+        assert curve < _question_at(order, qid) < reads, qid
+    for qid in ("bend", "memory_cap"):
+        assert reads < _question_at(order, qid) < anim, qid
+    assert loop < _question_at(order, "slo_rule")
+    folds = [v for k, v in order if k == "expander"]
+    assert "More practice: 2 exercises" in folds
+    keys = [r.key for r in at.radio if r.key]
+    for q in lesson("throughput_curve").bank().questions:  # each asked once, by its chart
+        assert keys.count(f"quiz-throughput-curve-{q.id}".replace("_", "-")) == 1, q.id
+
+
+def test_go_deeper_holds_what_left_the_main_flow():
+    r = build(Params())
+    at = run_page(PAGE)
+    labels = [e.label for e in at.expander]
+    for topic in story.labels(TEXT, "deeper").values():
+        assert f"Go deeper: {topic}" in labels, topic
+    said = {name: story.text(TEXT, name, r) for name in ("mode", "dips", "dips-pick", "cap")}
+    assert said["mode"] in _folded(at, "what async scheduling changes here")
+    assert said["dips"] in _folded(at, "why the total drops at a few points")
+    assert said["dips-pick"] in _folded(at, "why the total drops at a few points")
+    limits = _folded(at, "what your limits let this engine run")
+    assert said["cap"] in limits
+    seqs = {g: default_batch_limits(g, usage="server")["max_num_seqs"] for g in ("L4", "H100-SXM")}
+    assert f"defaults to {seqs['L4']:,} on the L4 and {seqs['H100-SXM']:,} on the H100" in limits
+    closed = _folded(at, "why the closed loop falls short")
+    for name in ("surge-why", "surge-pick", "surge-mode"):
+        assert story.text(TEXT, name, r) in closed, name
+    method = _folded(at, "how these numbers are made")
+    assert f"at most {r.cl_requests_max:,} in one run" in " ".join(method.split())
+    memory = " ".join(story.text(TEXT, "memory", r).split())
+    assert "preempted and, by default, recomputed" in memory  # issue 36, statement 1
+    q = lesson("throughput_curve").bank().question("memory_cap")
+    assert "by default" in q.explanation
+
+
+def test_the_totals_drops_are_new_rows_of_gemm_tiles_and_the_chart_says_so():
+    """The total falls where one more sequence needs a new row of the linear layers' GEMM
+    tiles (sim.cost: rows padded to whole tiles of tile_m): every drop is one sequence past a
+    multiple of the tile (or past 64, where the small tiles end), the step's linear layers
+    jump there, and the chart marks every drop and names the one the text describes."""
+    r = build(Params())
+    c = r.curves
+    drops = np.flatnonzero(np.diff(c.total) < 0) + 2
+    assert r.dips.tolist() == drops.tolist() and r.has_dip and r.tile_m == 128
+    assert all((n - 1) % r.tile_m == 0 or n - 1 == 64 for n in r.dips)
+    linear = c.parts_ms["linear_ms"]
+    for n in r.dips:
+        assert linear[n - 1] - linear[n - 2] > 20 * (linear[n - 2] - linear[n - 3])
+    assert r.dip_n == 129 and r.dip_jump_ms == pytest.approx(c.step_ms[128] - c.step_ms[127])
+    assert r.pick_past_dip and r.best_n == 128 and r.best_total > r.pick_total
+    chart = _curve_chart(run_page(PAGE))
+    marks = _named(chart, "a new row of GEMM tiles")
+    assert marks["x"] == r.dips.tolist()
+    assert marks["y"] == pytest.approx(c.total[r.dips - 1].tolist())
+    (note,) = chart["layout"]["annotations"]
+    assert note["text"] == f"{r.dip_n:,}: a new row of tiles, +{r.dip_jump_ms:.1f} ms a step"
+    assert 10 ** note["x"] == pytest.approx(r.dip_n)
+
+
+def test_the_loop_chart_is_dotted_past_what_the_engine_holds_as_the_first_chart_is():
+    """Issue 36: the closed loop's lines ran solid past the KV limit that the first chart marks
+    "not reachable". Each series is solid up to what the engine holds and dotted beyond, with
+    a line at that limit."""
+    r = build(Params())
+    assert r.cl_max > r.cl_held == 194
+    chart = _loop_chart(run_page(PAGE))
+    for trace in chart["data"]:
+        if not trace.get("meta"):
+            continue
+        xs = trace["x"]
+        if trace.get("legendgroup") == "queued":
+            assert trace["line"]["dash"] == "dot" and trace.get("opacity", 1) < 1
+            assert min(xs) <= r.cl_held < max(xs)
+        else:
+            assert max(xs) <= r.cl_held and trace.get("opacity", 1) == 1
+    line = _named(chart, f"engine holds {r.cl_held:,} at once")
+    assert line["x"] == [r.cl_held, r.cl_held]

@@ -59,15 +59,18 @@ def _trace(chart: dict, name_start: str, axis: str = "y") -> list:
     raise AssertionError(f"no trace {name_start!r}")
 
 
-def _timeline(at) -> tuple[list[int], list[int], list[int], int]:
-    """(steps, decode tokens, prompt-chunk tokens, budget line) of the page's timeline chart."""
+def _timeline(at) -> tuple[list[str], list[int], list[int], int]:
+    """(row labels, decode tokens, prompt tokens, budget) of the page's Fig. 8.2 chart: one row
+    per step counted from the prompt's arrival (decode counts are the bars' labels, since the
+    bars are drawn wider than scale; prompt chunks are to scale)."""
     chart = _chart(at, "One ")
-    steps = [int(x) for x in _trace(chart, "prompt chunks", "x")]
+    decode = next(t for t in chart["data"] if t["name"].startswith("decode tokens"))
+    budget = next(t for t in chart["data"] if str(t.get("name", "")).startswith("token budget"))
     return (
-        steps,
-        [int(v) for v in _trace(chart, "decode tokens")],
-        [int(v) for v in _trace(chart, "prompt chunks")],
-        int(_trace(chart, "token budget")[0]),
+        list(chart["layout"]["yaxis"]["ticktext"]),
+        [int(t.replace(",", "")) if t else 0 for t in decode["text"]],
+        [int(v) for v in _trace(chart, "prompt chunks", "x")],
+        int(budget["customdata"][0]),
     )
 
 
@@ -76,12 +79,39 @@ def _metrics(at) -> list[tuple[str, str]]:
 
 
 def _shows(at, r) -> None:
-    """The page shows Readout `r`: its metric row and its timeline's chunks."""
+    """The page shows Readout `r`: its metric row and its chart's first and last chunks."""
     assert _metrics(at) == story.metrics(TEXT, "metrics", r)
-    steps, _, prompt, budget = _timeline(at)
+    rows, _, prompt, budget = _timeline(at)
     assert budget == r.budget
     chunks = [v for v in prompt if v]
-    assert chunks[0] == r.first_chunk and len(chunks) == r.num_chunks
+    assert chunks[0] == r.first_chunk and chunks[-1] == r.last_chunk
+    assert len(chunks) == r.num_chunks or "⋯" in rows
+
+
+def _walk(node):
+    """Every element of an AppTest tree, in the order the page draws them."""
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _walk(child)
+
+
+def _order(at) -> list[str]:
+    """The page's charts (by title) and quiz questions (by key), in the order drawn."""
+    out = []
+    for node in _walk(at.main):
+        if node.type == "plotly_chart":
+            import json
+
+            out.append("chart:" + json.loads(node.proto.spec)["layout"]["title"]["text"])
+        elif node.type == "radio" and str(node.key).startswith("quiz-"):
+            out.append(str(node.key))
+    return out
+
+
+def _expander_text(at, topic: str) -> str:
+    """The markdown inside the folded section whose label holds `topic`."""
+    (box,) = [e for e in at.expander if topic in e.label]
+    return " ".join(" ".join(m.value.split()) for m in box.markdown)
 
 
 def _warnings(at) -> str:
@@ -121,9 +151,9 @@ def test_the_opening_readout_is_the_recording():
 def test_the_page_opens_at_the_recording(opening):
     r = build(Params())
     _shows(opening, r)
-    steps, decode, prompt, _ = _timeline(opening)
+    rows, decode, prompt, _ = _timeline(opening)
     assert [p for p in prompt if p] == [2040, 2040, 16]
-    assert all(decode[steps.index(s)] == 8 for s in steps if prompt[steps.index(s)])
+    assert all(d == 8 for d, p in zip(decode, prompt, strict=True) if p)
     assert dict(_metrics(opening))["First chunk"] == "2,040 tokens"
     assert not opening.warning and not opening.exception
 
@@ -182,14 +212,87 @@ def test_the_opening_limits_are_vllms_for_the_l4(opening):
     assert "**2,048**" in note and "**256**" in note
 
 
-def test_the_animation_opens_at_the_first_chunk(opening):
-    chart = _chart(opening, "One ")
-    slider = chart["layout"]["sliders"][0]
+def test_fig_82_counts_steps_from_the_arrival_and_widens_the_decodes(opening):
+    """Issue 36: as the seed draws Fig. 8.2, steps 1, 2, 3 from the prompt's arrival (not the
+    engine's 3 to 5), the decode tokens widened (with a note), the chunks and "decode starts in
+    step 4" on the chart, all from the replay."""
     r = build(Params())
-    assert slider["steps"][slider["active"]]["label"] == str(r.first_chunk_step) == "3"
-    cursor = next(t for t in chart["data"] if t.get("name") == "current step")
-    x = [v for v in trace_values({"data": [cursor]}, "x")[0] if v is not None]
-    assert min(x) < r.first_chunk_step < max(x)
+    rows, decode, prompt, _ = _timeline(opening)
+    ordinals = range(1, r.decode_ordinal + 1)
+    assert rows == [f"step {n}" for n in ordinals] == ["step 1", "step 2", "step 3", "step 4"]
+    assert prompt == [2040, 2040, 16, 0] and decode == [8, 8, 8, 9]
+    chart = _chart(opening, "One ")
+    bars = next(t for t in chart["data"] if t["name"].startswith("decode tokens"))
+    widths = trace_values({"data": [bars]}, "x")[0]
+    assert all(w > d for w, d in zip(widths, decode, strict=True))  # drawn wider than scale
+    assert "wider than scale" in chart["layout"]["xaxis"]["title"]["text"]
+    texts = next(t for t in chart["data"] if t["name"] == "prompt chunks")["text"]
+    assert texts[0] == "2,040 prompt tokens of the new request"
+    assert texts[2] == f"the last 16 prompt tokens, decode starts in step {r.decode_ordinal}"
+    assert (r.first_token_ordinal, r.decode_ordinal) == (3, 4)
+    said = " ".join(story.text(TEXT, "reading-chunks", r).split())
+    assert "Step 3 reads the last" in said and "from step **4**" in said
+    slider = chart["layout"]["sliders"][0]  # Play walks the rows, each row always in view
+    assert [step["label"] for step in slider["steps"]] == rows and slider["active"] == 0
+    assert all(len(f["data"]) == 1 for f in chart["frames"])  # only the outline moves
+    wide = build(Params(decodes=200))  # 200 decode tokens show at scale: no note
+    fig = figures.timeline(wide)
+    assert "to scale" in fig["layout"]["xaxis"]["title"]["text"]
+    assert "wider" not in fig["layout"]["xaxis"]["title"]["text"]
+
+
+def test_the_cast_line_says_why_the_lesson_opens_on_the_l4(opening):
+    """One cast (issue 36): the lesson opens on the L4, not the course's H100-SXM, and says why
+    in one line, from the defaults it quotes (the H100's budget would not chunk this prompt)."""
+    r = build(Params())
+    assert (r.cast_gpu, r.course_gpu) == ("L4", "H100-SXM") == (Params().gpu, "H100-SXM")
+    assert r.cast_budget == default_batch_limits("L4")["max_num_batched_tokens"] == r.budget
+    assert r.course_budget == default_batch_limits("H100-SXM")["max_num_batched_tokens"]
+    assert r.course_budget >= r.prompt + r.running > r.cast_budget  # whole there, chunked here
+    line = story.text(TEXT, "cast", r)
+    assert len(line.split(". ")) == 1 and "synchronous" in line
+    assert line in [c.value for c in opening.caption]
+
+
+def test_questions_sit_next_to_their_charts(opening):
+    """The first-token question right under Fig. 8.2, the others folded by the chart that
+    answers them; none is left for the practice at the end of the page."""
+    order = _order(opening)
+    fig = next(i for i, o in enumerate(order) if o.startswith("chart:One "))
+    spec = next(i for i, o in enumerate(order) if o.startswith("chart:Budget arithmetic"))
+    defaults = next(i for i, o in enumerate(order) if o.startswith("chart:vLLM's default"))
+    key = {q: f"quiz-token-budget-{q.replace('_', '-')}" for q in ("first_token", "spec")}
+    assert order[fig + 1] == key["first_token"]
+    assert order.index(key["spec"]) == spec + 1
+    for q in ("default-l4", "seq-cap"):
+        assert order.index(f"quiz-token-budget-{q}") > defaults
+    bank = {q.id for q in lesson("token_budget").bank().questions}
+    asked = {o.removeprefix("quiz-token-budget-") for o in order if o.startswith("quiz-")}
+    assert asked == {q.replace("_", "-") for q in bank}
+
+
+def test_go_deeper_holds_what_left_the_main_flow(opening):
+    r = build(Params())
+    counting = _expander_text(opening, "what the scheduler counts")
+    assert "two counters per request" in counting
+    assert "**Scheduling mode: synchronous**" in _expander_text(opening, "async scheduling")
+    assert "never covers the prompt's very last token" in _expander_text(opening, "prefix cache")
+    rule = _expander_text(opening, "default budget")
+    assert f"**{r.tier_mid_budget:,} tokens**" in rule and r.tier_mid_gpus in rule
+
+
+def test_speculative_decoding_names_the_methods_that_change_only_the_count(opening):
+    """Issue 36, 3: "one number" holds for EAGLE, MTP and n-gram; draft models take budget
+    slots, lookahead slots fill blocks faster, rejected drafts spend budget."""
+    r = build(Params())
+    said = " ".join(story.text(TEXT, "spec", r).split())
+    assert "With EAGLE, MTP or n-gram drafts that changes one number" in said
+    deeper = _expander_text(opening, "speculative methods")
+    for claim in ("separate draft model", "Lookahead KV slots", "Rejected drafts"):
+        assert claim in deeper
+    (seq_cap,) = [q for q in lesson("token_budget").bank().questions if q.id == "seq_cap"]
+    assert not any("newest" in c for c in seq_cap.choices)
+    assert "admitted or readmitted last" in seq_cap.choices[2] and seq_cap.answer == 1
 
 
 # -- the clock and the scenario come from sim ------------------------------------------------------
@@ -503,15 +606,25 @@ def test_the_timeline_classifies_every_scheduled_token():
     assert fig["layout"]["sliders"][0]["steps"][0]["label"] == "2"
 
 
-def test_long_timelines_are_sampled_and_say_so():
+def test_long_prompts_skip_the_middle_rows_and_say_so():
+    """A prompt of hundreds of chunks draws its first two steps, a skip row and its last three
+    (the last chunk and the first decode), numbered from the arrival."""
     p = Params(gpu="H100-SXM", vllm_defaults=False, max_num_batched_tokens=256, prompt=65536)
     r = build(p)
-    span = r.window_last - r.window_first + 1
-    assert span > 200
-    fig = figures.timeline(r)
-    assert len(fig["frames"]) == 200
-    assert f"200 of {span} steps, evenly sampled" in fig["layout"]["title"]["text"]
     assert r.num_chunks == cdiv(65536, 256 - 8)
-    labels = [s["label"] for s in fig["layout"]["sliders"][0]["steps"]]
-    opened = int(labels[fig["layout"]["sliders"][0]["active"]])
-    assert abs(opened - r.first_chunk_step) <= span // 200 + 1
+    fig = figures.timeline(r)
+    ticks = fig["layout"]["yaxis"]["ticktext"]
+    n = r.decode_ordinal
+    assert ticks == ["step 1", "step 2", "⋯", f"step {n - 2}", f"step {n - 1}", f"step {n}"]
+    chunks = trace_values(fig, "x")[1]
+    assert chunks[0] == r.first_chunk and chunks[-2] == r.last_chunk and chunks[-1] == 0
+    assert len(fig["frames"]) == len(ticks) - 1  # Play walks the drawn steps, not the skip
+
+
+def test_the_chart_above_the_controls_shows_what_they_show():
+    """Fig. 8.2 is drawn above the deployment controls, from the values they open at; an FP8
+    link on a GPU without FP8 (the control falls back to BF16) still draws the BF16 run."""
+    at = run_page(PAGE, query={"gpu": "A10G", "dtype": "fp8", "tb-decodes": "48"})
+    assert not at.exception
+    assert at.selectbox(key="w:dtype").value == "bf16"
+    _shows(at, build(Params(gpu="A10G", decodes=48)))

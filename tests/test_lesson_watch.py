@@ -19,10 +19,16 @@ from lessons.kit.controls import declared
 from lessons.watch import exercise, figures, predict
 from lessons.watch import lesson as wch
 from lessons.watch.lesson import PRESETS, Params, build, run_for, setup
-from sim.cost import Deployment, step_ms
+from sim.cost import Deployment
 from sim.metrics import kv_usage
 from sim.models import num_gpu_blocks
-from tests.apptest_util import assert_quiz_awards_xp_once, charts, past_predictions, run_page
+from tests.apptest_util import (
+    assert_quiz_awards_xp_once,
+    charts,
+    past_predictions,
+    quiz_key,
+    run_page,
+)
 
 PAGE = "views/lesson_watch.py"
 TEXT = lesson("watch").text_path
@@ -174,7 +180,8 @@ def test_the_budget_is_the_largest_the_target_allows():
         c = b - seqs
         ctx = n - c
         pairs = c * ctx + c * (c + 1) // 2 + seqs * (wch.CONTEXT + 1)
-        return float(step_ms(dep, [b], [seqs + 1], [seqs * wch.CONTEXT + ctx], [pairs])[0])
+        time = wch.step_time(dep)  # the cost model with async scheduling, as the runs use it
+        return float(time([b], [seqs + 1], [seqs * wch.CONTEXT + ctx], [pairs])[0])
 
     assert worst(budget) <= TARGET < worst(budget + 256)
 
@@ -192,13 +199,13 @@ def test_the_budget_fix_meets_the_target(gpu, target):
     assert r.budget_fixes and not r.budget_short
 
 
-@pytest.mark.parametrize("gpu", ["L4", "A10G"])
-def test_a_budget_fix_that_misses_says_so(gpu):
+@pytest.mark.parametrize(("gpu", "target"), [("L4", 50), ("A10G", 100)])
+def test_a_budget_fix_that_misses_says_so(gpu, target):
     """On a GPU too slow for the target the smallest budget is still called a cure, not the
     fix, and the text says the target is out of reach."""
-    r = build(Params(gpu=gpu, preset="budget", fixed=True, itl_target_ms=100))
+    r = build(Params(gpu=gpu, preset="budget", fixed=True, itl_target_ms=target))
     assert r.budget_short and not r.budget_fixes and not r.target_reachable
-    assert r.fix.step_max_ms > 100 and r.fix_budget == wch.MIN_BUDGET
+    assert r.fix.step_max_ms > target and r.fix_budget == wch.MIN_BUDGET
     text = story.text(TEXT, "fix-budget", r)
     assert "still above the target" in text and "**The fix**" not in text
     assert f"{r.problem.step_max_ms:,.0f} ms" in text  # 3,306 ms, not 3306
@@ -257,14 +264,16 @@ def test_a_bad_link_value_is_reported_and_the_default_used():
 
 
 def test_the_diagnosis_questions_describe_the_opening_dashboards():
-    """diagnose_1, diagnose_3 and diagnose_4 describe Dashboards 1, 3 and 4 as the lesson opens
-    them, and name the deployment they open on (a learner's GPU follows them from lesson to
-    lesson: on an L4, Dashboard 1 preempts too)."""
+    """Each diagnosis question asks about its dashboard as the lesson opens it and names the
+    deployment it opens on (a learner's GPU follows them from lesson to lesson: on an L4,
+    Dashboard 1 preempts too); the explanations of diagnose_1, diagnose_3 and diagnose_4 say
+    what those dashboards show, which the runs check here."""
     opening = Params()
-    named = f"as the lesson opens it, on the {opening.gpu} with {opening.model}."
+    named = f"as the lesson opens it, on the {opening.gpu} with {opening.model}"
     bank = lesson("watch").bank(fill=False)
-    for qid in ("diagnose_1", "diagnose_3", "diagnose_4"):
-        assert named in bank.question(qid).prompt, qid
+    for preset, qid in wch.DIAGNOSIS.items():
+        prompt = bank.question(qid).prompt
+        assert prompt.startswith(f"{wch.preset_name(preset)}, ") and named in prompt, qid
     key = _key(opening.gpu)
     for preset in ("overload", "budget"):
         run = _run(key, TARGET, preset, False)
@@ -287,6 +296,10 @@ def test_the_diagnosis_questions_describe_the_opening_dashboards():
     assert 0 < routing.kv95_pct < 50
     healthy = build(dataclasses.replace(Params(), preset="healthy"))
     assert healthy.problem.in_bands  # the healthy dashboard's claim on the page
+    # diagnose_2: the cache at the top for long stretches while preemptions climb; diagnose_5:
+    # every panel of the uniform load test in its band
+    assert build(dataclasses.replace(Params(), preset="cache")).problem.kv_pinned
+    assert build(dataclasses.replace(Params(), preset="benchmark")).problem.in_bands
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -415,8 +428,9 @@ def test_the_cache_fix_describes_the_cache_it_runs():
 
 def test_the_healthy_dashboard_asks_no_diagnosis_question():
     said = _said(build(Params(preset="healthy")), "ask")
-    assert "Check yourself" not in said and "nothing to cure" in said
-    assert "Check yourself" in _said(build(Params()), "ask")
+    assert "question below" not in said and "nothing to cure" in said
+    assert "question below" in _said(build(Params()), "ask")
+    assert "healthy" not in wch.DIAGNOSIS
 
 
 def test_targets_with_one_budget_share_their_runs():
@@ -464,3 +478,156 @@ def test_the_large_budget_runs_on_the_pool_vllm_would_give_it(gpu):
         assert f"{r.problem.preemptions} preemptions before the fix" in said
     else:
         assert said == ""
+
+
+# -- diagram first (issue 36) ---------------------------------------------------------------------
+def _in_order(node, inside: str = "", out: list | None = None) -> list[tuple[str, str, str, str]]:
+    """Every element of the page in reading order: (kind, key, text, the expander it sits in)."""
+    out = [] if out is None else out
+    kind = type(node).__name__
+    label = str(getattr(node, "label", "") or "")
+    if kind == "Expander":
+        inside = label
+    text = str(node.value) if kind == "Markdown" else label
+    out.append((kind, str(getattr(node, "key", "") or ""), text, inside))
+    for child in getattr(node, "children", {}).values():
+        _in_order(child, inside, out)
+    return out
+
+
+def _seen(at) -> list:
+    return [e for e in _in_order(at.main) if e[0] not in ("Block", "Column", "SpecialBlock")]
+
+
+def _radios(seen: list) -> dict[str, tuple[int, str]]:
+    return {key: (i, box) for i, (kind, key, _, box) in enumerate(seen) if kind == "Radio"}
+
+
+def _dashboard_at(at, seen: list) -> int:
+    """The dashboard's place in `seen`: the first element after the main controls that is
+    not a control or text (the Plotly chart)."""
+    itl = next(i for i, e in enumerate(seen) if e[1] == f"w:{wch.PREFIX}-itl")
+    chart = next(i for i, e in enumerate(seen) if i > itl)
+    assert seen[chart][0] not in ("Markdown", "Radio", "Selectbox", "Toggle"), seen[chart]
+    return chart
+
+
+@pytest.fixture(scope="module")
+def opening():
+    return run_page(PAGE, timeout=180)
+
+
+def test_the_page_opens_on_the_title_the_key_sentence_and_the_dashboard(opening):
+    """Title, one sentence, the main controls (Dashboard, Apply the fix, ITL target), then the
+    dashboard; the deployment's controls come under it, with their URL keys unchanged."""
+    seen = _seen(opening)
+    chart = _dashboard_at(opening, seen)
+    said = [e[2] for e in seen[:chart] if e[0] == "Markdown"]
+    assert said == [story.text(TEXT, "title"), story.text(TEXT, "key")]
+    assert story.text(TEXT, "key").count(". ") == 0  # one sentence
+    above = [e[1] for e in seen[:chart] if e[1].startswith("w:") and e[1] != "w:present"]
+    assert above == [f"w:{wch.PREFIX}-preset", f"w:{wch.PREFIX}-fix", f"w:{wch.PREFIX}-itl"]
+    below = [e[1] for e in seen[chart:] if e[1] in ("w:gpu", "w:model", "w:dtype", "w:tp")]
+    assert below == ["w:gpu", "w:model", "w:dtype", "w:tp"]
+
+
+def test_the_dashboards_question_sits_under_it_and_the_others_fold_beside_it(opening):
+    """Dashboard 1's question is asked open right under the dashboard, after the prediction;
+    the other dashboards' questions are folded next to it, before the deployment's controls;
+    healthy_kv sits under the table of the panels' bands; the practice at the end asks none of
+    them again (it keeps the exercise)."""
+    seen = _seen(opening)
+    chart = _dashboard_at(opening, seen)
+    where = _radios(seen)
+    gpu = next(i for i, e in enumerate(seen) if e[1] == "w:gpu")
+    predict_at = where["predict-watch-predict-waiting"][0]
+    at, box = where[quiz_key("watch", "diagnose_1")]
+    assert chart < predict_at < at < gpu and box == ""
+    for qid in ("diagnose_2", "diagnose_3", "diagnose_4", "diagnose_5"):
+        at, box = where[quiz_key("watch", qid)]
+        assert chart < at < gpu and box.startswith("Check yourself on this chart"), qid
+    table = next(i for i, e in enumerate(seen) if e[2].startswith("### Reading the panels"))
+    at, box = where[quiz_key("watch", "healthy_kv")]
+    assert table < at and box == ""
+    practice = [box for _, box in where.values() if box.startswith("More practice")]
+    assert practice == []
+
+
+def test_each_dashboard_asks_its_own_question_until_the_fix_is_on():
+    """Dashboard 3 asks diagnose_3 open under it; with the fix on (which tells the cause) the
+    question folds away with the others."""
+    for fixed, open_ in ((False, True), (True, False)):
+        query = {"wch-preset": "budget", **({"wch-fix": "1"} if fixed else {})}
+        seen = _seen(run_page(PAGE, query=query, timeout=180))
+        at, box = _radios(seen)[quiz_key("watch", "diagnose_3")]
+        assert (box == "") == open_, fixed
+
+
+def test_no_diagnosis_question_names_its_symptom():
+    """The learner reads the dashboard: a question names the dashboard, not what it shows
+    (the questions once said "the waiting line grows", "KV cache usage sits near 100%")."""
+    symptoms = ("queue", "waiting", "cache", "preempt", "step", "hit rate", "healthy", "spike")
+    symptoms += ("grow", "climb", "jump", "%", "100", "band", "full")
+    bank = lesson("watch").bank(fill=False)
+    cast = (Params().gpu.lower(), Params().model.lower())  # "H100" is no 100 ms
+    for qid in wch.DIAGNOSIS.values():
+        prompt = bank.question(qid).prompt.lower().replace(cast[0], "").replace(cast[1], "")
+        assert not [s for s in symptoms if s in prompt], qid
+
+
+def test_go_deeper_holds_what_left_the_main_flow(opening):
+    """The run's recipe and async scheduling, Prometheus' names and the common mistakes are
+    folded, never lost."""
+    topics = story.labels(TEXT, "deeper")
+    r = build(Params())
+    for key, topic in topics.items():
+        (box,) = [e for e in opening.expander if e.label == f"Go deeper: {topic}"]
+        said = " ".join(m.value for m in box.markdown)
+        assert story.text(TEXT, key, r) in said, key
+    assert "async scheduling" in story.text(TEXT, "runs", r)
+    assert "_total" in story.text(TEXT, "prometheus", r)
+    assert "Autoscaling on GPU utilisation alone" in story.text(TEXT, "mistakes", r)
+
+
+def test_the_page_says_its_cast_and_vllms_serve_default_for_max_num_seqs(opening):
+    """Opens on H100-SXM, Llama-3.1-8B and async scheduling (vLLM's default), and says so; the
+    runs cap max_num_seqs below vLLM's serve default, and the page says that default, once,
+    from sim.hardware (issue 36, item 6)."""
+    from sim.hardware import default_batch_limits
+
+    p = Params()
+    assert (p.gpu, p.model) == ("H100-SXM", "Llama-3.1-8B")
+    key = _key(p.gpu)
+    for preset in PRESETS:
+        assert _setup(key, TARGET, preset, False).config.async_scheduling, preset
+    said = " ".join(m.value for m in opening.markdown)
+    assert "async scheduling" in story.text(TEXT, "controls-note", build(p))
+    l4, h100 = (default_batch_limits(g, "server")["max_num_seqs"] for g in ("L4", "H100-SXM"))
+    note = _said(build(p), "seqs-note")
+    assert f"at {wch.MAX_NUM_SEQS};" in note and f"{l4:,} on the L4" in note
+    assert f"{h100:,} on the H100" in note and note.count("\n") == 0
+    assert said.count("`vllm serve` defaults to") == 1
+
+
+SEED_CELLS = (  # the seed's health table, cell by cell: ours says the same facts in its own words
+    "waiting near zero at normal load",
+    "waiting grows steadily",
+    "pinned at 100% with preemptions",
+    "below about 90%",
+    "close to your inter-token latency target",
+    "spikes when long prompts arrive",
+    "high on shared prompts",
+    "low despite shared prompts",
+    "running and waiting sequences",
+    "preemption count",
+)
+
+
+def test_the_health_table_is_in_our_own_words():
+    said = story.text(TEXT, "bands", build(Params())).lower()
+    assert not [cell for cell in SEED_CELLS if cell in said]
+    # the same facts: every metric and its band
+    for metric in ("num_requests_waiting", "kv_cache_usage_perc", "num_preemptions"):
+        assert f"vllm:{metric}" in said
+    assert "inter_token_latency" in said and "prefix_cache_hits" in said
+    assert f"under {wch.KV_BAND_PCT}%" in said

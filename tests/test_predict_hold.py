@@ -11,11 +11,12 @@ import pytest
 
 from lessons.course import lesson
 from lessons.kit import story
-from tests.apptest_util import charts, past_predictions, run_page
+from tests.apptest_util import charts, past_predictions, run_page, trace_values
 
 # lesson id -> what the page draws while the learner predicts: "none" (no chart), "start" (its
-# animation at frame 0)
-HELD = {"overload": "none", "policies": "none", "watch": "start"}
+# animation at frame 0), "setup" (the question's setup only: overload's first chart, its loads
+# up to the capacity; policies' stream of requests, which no policy has served yet)
+HELD = {"overload": "setup", "policies": "setup", "watch": "start"}
 
 
 def _metric_labels(at) -> set[str]:
@@ -50,11 +51,28 @@ def _assert_held(at, lesson_id: str) -> None:
     if HELD[lesson_id] == "none":
         assert not drawn
         assert story.text(lesson(lesson_id).text_path, "predict-wait") in _markdown(at)
+    elif HELD[lesson_id] == "setup":
+        assert len(drawn) == 1 and not drawn[0].get("frames")
+        assert story.text(lesson(lesson_id).text_path, "predict-wait") in _markdown(at)
     else:
         assert [c["layout"]["sliders"][0]["active"] for c in drawn if c.get("frames")] == [0]
         assert story.text(lesson(lesson_id).text_path, "metrics-wait") in _markdown(at)
     if lesson_id == "watch":  # the requests axis is not fitted to the queue's peak (the answer)
         assert _requests_top(drawn) >= _watch_opening().requests
+    if lesson_id == "overload":  # no run past the capacity is drawn (the answer)
+        assert _highest_load(drawn) == 100
+    if lesson_id == "policies":  # the stream only: no policy's result (the answer)
+        assert [c["layout"]["title"]["text"] for c in drawn] == [_policies_title("stream")]
+
+
+def _policies_title(key: str) -> str:
+    """The title of one of the policies lesson's charts (text.md's `title-<key>` label)."""
+    return story.labels(lesson("policies").text_path)[f"title-{key}"]
+
+
+def _highest_load(drawn: list[dict]) -> float:
+    """The highest offered load any line of the charts reaches (overload's x axis)."""
+    return max(max(xs) for c in drawn for xs in trace_values(c, "x"))
 
 
 def _watch_opening():
@@ -76,6 +94,13 @@ def _assert_shown(at, lesson_id: str) -> None:
         r = _watch_opening()
         top = max(r.dash.running.max(), r.dash.waiting.max(), r.waiting_band) * 1.1
         assert _requests_top(drawn) == pytest.approx(top)
+    if lesson_id == "overload":  # the hockey stick goes on past the capacity
+        loads = __import__("lessons.overload.lesson", fromlist=["LOADS"]).LOADS
+        assert _highest_load(drawn[:1]) == max(loads)
+    if lesson_id == "policies":  # the stream, then the charts that answer the prediction
+        titles = [c["layout"]["title"]["text"] for c in drawn]
+        assert titles[0] == _policies_title("stream")
+        assert _policies_title("classes") in titles and len(drawn) >= 5
     if HELD[lesson_id] == "start":
         (animated,) = [c for c in drawn if c.get("frames")]
         assert animated["layout"]["sliders"][0]["active"] == len(animated["frames"]) - 1
@@ -187,11 +212,11 @@ def test_check_yourself_does_not_ask_the_predictions_again(lesson_id):
     slug = f"quiz-{lesson_id}-".replace("_", "-")
     assert _quiz_radios(at, lesson_id) == {slug + q.id.replace("_", "-") for q in others}
     numbers = [i for i, q in enumerate(bank.questions, start=1) if q.computed]
-    (said,) = [c.value for c in at.caption if "at the top of this page" in c.value]
+    (said,) = [c.value for c in at.caption if "asked above on this page" in c.value]
     if numbers == [1]:
-        assert said.startswith("Question 1 is the prediction at the top")
+        assert said.startswith("Question 1 is the prediction asked above")
     else:
-        assert said.startswith("Questions ") and "are the predictions at the top" in said
+        assert said.startswith("Questions ") and "are the predictions asked above" in said
     assert [int(n) for n in re.findall(r"\d+", said.split(" the prediction")[0])] == numbers
     first_other = bank.questions.index(others[0]) + 1
     assert any(m.value.startswith(f"**{first_other}.** ") for m in at.markdown)

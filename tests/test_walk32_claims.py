@@ -131,19 +131,19 @@ def test_overload_does_not_call_a_busy_compute_unit_memory_bound():
     """'Compute use reads 82% against 70%: decodes are limited by memory' (A100, 200%, 1 s)."""
     r = _build("overload", gpu="A100-80GB", load_pct=200, ttft_target_s=1)
     assert r.overloaded and r.sel_compute_pct > r.healthy_compute_pct
-    said = _says("overload", r, "signals")
+    said = _says("overload", r, "signals-levels")  # compute use, folded under the signals
     assert "limited by memory" not in said and "follows the mix of work" in said
 
 
 def test_watch_says_what_the_smallest_budget_costs_in_ttft():
     """The smallest budget took the TTFT p99 from 6.65 s to 10.62 s on the L4, and the page
-    mentioned only the ITL. Now the page quotes it, up (the A100 at 25 ms) or down (the L4,
-    whose large budget also left the smaller pool that preempted)."""
+    mentioned only the ITL. Now the page quotes it, up (the A100 at 25 ms) or down (the L4 at
+    50 ms, whose large budget also left the smaller pool that preempted)."""
     up = _build("watch", gpu="A100-80GB", preset="budget", fixed=True, itl_target_ms=25)
     assert up.budget_short and up.fix.ttft_p99_s > up.problem.ttft_p99_s
     said = _says("watch", up, "budget-ttft")
     assert f"from {up.problem.ttft_p99_s:.2f} s to **{up.fix.ttft_p99_s:.2f} s**" in said
-    down = _build("watch", gpu="L4", preset="budget", fixed=True)
+    down = _build("watch", gpu="L4", preset="budget", fixed=True, itl_target_ms=50)
     assert down.budget_short and down.fix.ttft_p99_s < down.problem.ttft_p99_s
     said = _says("watch", down, "budget-ttft")
     assert said.startswith("Time to first token does not pay for it here")

@@ -222,6 +222,18 @@ class LessonPage:
         self._off_screen_note(off_screen, chosen)
         return self.params_cls(**chosen, **(fixed or {}))
 
+    def controls_here(self, rows: Sequence[Sequence[str]], p: Any = None, **kw: Any) -> Any:
+        """Draw only `rows` here, for a page whose chart sits above some of its controls: every
+        other control keeps the value it will open at when drawn further down (`upcoming`, its
+        fallbacks applied) or, given the Params `p`, its value there. Returns the Params."""
+        here = {n for row in rows for n in row}
+        fixed = {
+            n: getattr(p, n) if p is not None else self.upcoming(n)
+            for n in self.declared
+            if n not in here
+        }
+        return self.controls(rows, fixed=fixed, **kw)
+
     def _off_screen_note(self, names: list[str], chosen: dict[str, Any]) -> None:
         """While presenting: a caption naming the off-screen controls that are not at their
         defaults (a link may set them), so the class knows what the run uses."""
@@ -249,6 +261,14 @@ class LessonPage:
         if toggle is not None and (toggle.spec.main or not present.on()):  # on screen
             note += " " + section(SITE_TEXT, "defaults-own")
         st.caption(note)
+
+    def own_limits(self) -> None:
+        """on_change of the vLLM-defaults switch: switched off, the budget and max_num_seqs
+        sliders start at the defaults they replace (not at their own opening values)."""
+        if not self.value("vllm_defaults"):
+            budget, seqs = limits.effective(self.value("gpu"), True, 0, 0)
+            self.set("max_num_batched_tokens", budget)
+            self.set("max_num_seqs", seqs)
 
     def set(self, name: str, value: Any) -> None:
         """Set a control's value from a callback (e.g. a GPU change picks that GPU's default)."""
@@ -324,6 +344,13 @@ class LessonPage:
                 key=f"{self.prefix}csv-{name}-{i}",
                 help=section(SITE_TEXT, "export-table-help"),
             )
+
+    def caption(self, readout: Any, *names: str) -> None:
+        """The named sections whose condition holds, each as a caption (small print)."""
+        for name in names:
+            body = self.text(name, readout)
+            if body:
+                st.caption(body)
 
     def metrics(self, readout: Any, name: str = "metrics") -> None:
         """A row of st.metric from a metrics section (`- label :: value` lines)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from lessons.course import SITE_TEXT
 from lessons.quiz.progress import question_key
@@ -105,7 +106,21 @@ def predicting(page: LessonPage, params: Any = None) -> bool:
     asking = not st.session_state.get(skip_key(page.prefix)) and not _answered(page)
     if params is not None:
         _follow(page, opening)
+        _whole_page_when_shown(page, opening and asking)
     return opening and asking
+
+
+def _whole_page_when_shown(page: LessonPage, held: bool) -> None:
+    """Answering the predictions (or skipping them) inside the lesson's fragment reruns only the
+    fragment, and the page's other parts still showed what they drew while it was held (the
+    practice at the end kept the questions now asked next to their charts): when the fragment
+    crosses between held and shown, rerun the whole page once."""
+    key = f"{page.prefix}-held-drawn"
+    was = st.session_state.get(key)
+    st.session_state[key] = held
+    ctx = get_script_run_ctx()
+    if was is not None and was != held and ctx is not None and ctx.fragment_ids_this_run:
+        st.rerun(scope="app")
 
 
 def _back_to_opening(page: LessonPage, step_key: str | None = None, step: int = 0) -> None:

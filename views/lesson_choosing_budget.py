@@ -1,4 +1,9 @@
-"""Lesson page "Choosing the budget": controls -> build -> Readout -> charts and text."""
+"""Lesson page "Choosing the budget": the budget slider and the trade chart first, then the other
+controls, the steps animation, the folded asides ("Go deeper") and the practice.
+
+The budget is drawn above the chart and the other controls under it: two `controls()` calls,
+the first taking the others' values as they will open (`page.upcoming`), so one Readout serves
+the whole page."""
 
 import streamlit as st
 
@@ -9,6 +14,8 @@ from ui.lesson_page import LessonPage
 
 page = LessonPage("choosing_budget", Params, PREFIX)
 readout = st.cache_resource(build, show_spinner=False, max_entries=256)
+MAIN = ("budget",)
+SCENE = (["gpu", "model"], ["decodes", "prompt", "itl_target_ms"])
 
 
 def gpu_changed() -> None:
@@ -27,9 +34,19 @@ page.say(None, "title", "intro")
 
 @st.fragment
 def lab() -> None:
-    rows = [["gpu", "model"], ["budget", "decodes", "prompt", "itl_target_ms"]]
-    p = page.controls(rows, on_change={"gpu": gpu_changed})
-    r = readout(p)
+    rest = [n for row in SCENE for n in row]
+    main = page.controls([list(MAIN)], fixed={n: page.upcoming(n) for n in rest})
+    r = readout(main)
+    page.warn(r, "no-fit", icon=":material/memory:")
+    page.warn(r, "kv-short", icon=":material/memory:")
+    page.warn(r, "seqs-cap", icon=":material/group:")
+    page.warn(r, "reject-prompt", icon=":material/block:")
+    page.chart(figures.trade(r), r, "trade")
+    page.metrics(r)
+    page.say(r, "trade", "trade-slide", "pick", "pick-why")
+    page.ask("tiny_budget", "why_slower")
+    page.ask("rule", "no_budget_fits", "batch_job", folded=True)
+    page.controls(SCENE, on_change={"gpu": gpu_changed}, fixed={n: getattr(main, n) for n in MAIN})
     left, right = st.columns([4, 1], vertical_alignment="center")
     with left:
         caption(r, "defaults")
@@ -41,19 +58,17 @@ def lab() -> None:
         disabled=r.is_default,
         width="stretch",
     )
-    page.warn(r, "no-fit", icon=":material/memory:")
-    page.warn(r, "kv-short", icon=":material/memory:")
-    page.warn(r, "seqs-cap", icon=":material/group:")
-    page.warn(r, "reject-prompt", icon=":material/block:")
-    page.metrics(r)
     caption(r, "numbers-caption")
-    page.say(r, "chunks")
-    page.chart(figures.trade(r), r, "trade")
-    page.say(r, "trade", "trade-slide", "pick", "pick-why", "anim")
+    with page.deeper("tiny"):
+        page.say(r, "small")
+    page.say(r, "chunks", "anim")
     caption(r, "anim-nearest")
     page.chart(figures.budgets(r), r, "anim")
-    page.say(r, "small", "guide")
-    caption(r, "method")
+    page.ask("cap_not_size", "ttft_not_linear", folded=True)
+    with page.deeper("guide"):
+        page.say(r, "guide")
+    with page.deeper("method"):
+        caption(r, "method")
 
 
 lab()

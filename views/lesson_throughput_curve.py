@@ -1,58 +1,73 @@
-"""Lesson page "The sequence budget and the throughput curve": controls -> build -> Readout ->
-charts and text."""
+"""Lesson page "The sequence budget and the throughput curve": the context slider and the curve
+first, then the other controls, the bytes a step reads, the animation, the closed loop (with its
+own control), the folded asides ("Go deeper") and the practice. The controls are drawn in three
+places (`controls_here`), so one Readout serves the page."""
 
 import streamlit as st
 
-from lessons.kit import limits, story
-from lessons.throughput_curve import figures
+from lessons.throughput_curve import figures, loop_figure
 from lessons.throughput_curve.lesson import PREFIX, Params, build
 from ui.lesson_page import LessonPage
 
 page = LessonPage("throughput_curve", Params, PREFIX)
-# Shared objects (no copy per run): a Readout is only read from here on. The curves inside are
-# cached on GPU, model, weights, TP, context and mode (lesson.decode_curves), the closed-loop
-# runs one by one (closed_loop.point).
+# Shared, read-only; the curves inside are cached apart (lesson.decode_curves, closed_loop.point).
 readout = st.cache_resource(build, show_spinner=False, max_entries=256)
+MAIN = (["context"],)
+ENGINE = (
+    ["gpu", "model", "dtype", "tp"],
+    ["itl_target_ms", "async_scheduling"],
+    ["vllm_defaults"],
+    ["max_num_batched_tokens", "max_num_seqs"],
+)
+LOOP = (["output_tokens"],)
 
-page.say(None, "title", "intro")
 
-
-def own_limits() -> None:
-    """Switching vLLM's defaults off starts the two sliders at those defaults."""
-    if not page.value("vllm_defaults"):
-        budget, seqs = limits.effective(page.value("gpu"), True, 0, 0)
-        page.set("max_num_batched_tokens", budget)
-        page.set("max_num_seqs", seqs)
+page.say(None, "title")
 
 
 @st.fragment
 def lab() -> None:
-    p = page.controls(
-        [
-            ["gpu", "model", "dtype", "tp"],
-            ["context", "output_tokens", "itl_target_ms"],
-            ["vllm_defaults", "async_scheduling"],
-            ["max_num_batched_tokens", "max_num_seqs"],
-        ],
-        on_change={"vllm_defaults": own_limits},
-    )
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    with left:
+        page.say(None, "intro")
+    with right:
+        p = page.controls_here(MAIN)
     r = readout(p)
-    page.defaults_note(r)
+    page.chart(figures.curve(r), r, "curve")
     page.warn(r, "config-error", icon=":material/block:")
     page.warn(r, "no-fit", icon=":material/memory:")
     page.metrics(r)
-    st.caption(story.text(page.text_path, "numbers-caption", r))
-    page.say(r, "mode")
-    page.chart(figures.curve(r), r, "curve")
-    page.say(r, "rise", "knee", "pick", "bend")
+    page.say(r, "rise", "knee", "pick")
+    page.ask("shared_read")
+    page.ask("past_knee", "lever", "long_context", folded=True)
+    page.controls_here(ENGINE, p, on_change={"vllm_defaults": page.own_limits})
+    page.defaults_note(r)
+    page.say(r, "cast")
+    with page.deeper("async"):
+        page.say(r, "mode")
+    with page.deeper("dips"):
+        page.say(r, "dips", "dips-pick")
+    page.say(r, "bend")
     page.chart(figures.reads(r), r, "reads")
-    page.say(r, "memory", "knee-past-cache", "cap", "anim", "anim-open")
+    page.say(r, "memory", "knee-past-cache")
+    with page.deeper("limits"):
+        page.say(r, "cap")
+    page.ask("bend", "memory_cap", folded=True)
+    page.say(r, "anim", "anim-open")
     page.chart(figures.growing(r), r, "anim")
-    page.say(r, "surge", "surge-cut", "surge-at")
+    with page.deeper("rest"):
+        page.say(r, "anim-rest")
+    page.say(r, "surge", "surge-cut")
+    page.controls_here(LOOP, p)
     if r.has_closed:
-        page.chart(figures.loop(r), r, "loop")
-    page.say(r, "surge-why", "surge-fix", "surge-pick", "surge-mode", "lever")
-    st.caption(story.text(page.text_path, "method", r))
+        page.chart(loop_figure.loop(r), r, "loop")
+    page.say(r, "surge-at", "surge-fix")
+    page.ask("slo_rule", folded=True)
+    with page.deeper("closed"):
+        page.say(r, "surge-why", "surge-pick", "surge-mode")
+    page.say(r, "lever")
+    with page.deeper("method"):
+        page.caption(r, "numbers-caption", "method")
 
 
 lab()

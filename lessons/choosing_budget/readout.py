@@ -85,6 +85,9 @@ class Readout(Selection):
     kv_have: int
     seqs_capped: bool
     max_seqs: int
+    run_seqs: int  # the runs' max_num_seqs: every user and the prompt
+    seqs_l4: int  # vLLM's serve default max_num_seqs on the L4 and on the H100 (for comparison)
+    seqs_h100: int
     too_long: bool
     max_len: int
     # the animation

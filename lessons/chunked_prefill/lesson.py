@@ -35,7 +35,7 @@ from lessons.kit.controls import Integer, Steps, control
 from lessons.kit.selection import prefixed, selection, used_limits
 from sim.config import SchedulerConfig
 from sim.cost import OVERHEAD_MS, Deployment, step_costs
-from sim.hardware import get_gpu, peak_tflops
+from sim.hardware import default_batch_limits, get_gpu, peak_tflops
 from sim.kv import cdiv
 from sim.metrics import request_metrics, token_times_s
 from sim.models import get_model, kv_pool
@@ -207,6 +207,19 @@ def simulate(p: Params) -> tuple[Setup, StreamThenPrompt, dict[str, Lane], tuple
     raise RuntimeError("could not build a window where every user streams throughout")
 
 
+def cast() -> dict:
+    """The GPU and prompt the lesson opens on and the course's usual GPU, with vLLM's default
+    budget on each (the cast line says why this lesson differs)."""
+    here, course = Params().gpu, shared.Deployment().gpu
+    return {
+        "cast_gpu": here,
+        "cast_budget": default_batch_limits(here)["max_num_batched_tokens"],
+        "cast_prompt": Params().prompt_tokens,
+        "course_gpu": course,
+        "course_budget": default_batch_limits(course)["max_num_batched_tokens"],
+    }
+
+
 def build(p: Params) -> Readout:
     """Every number, paragraph choice and chart array of the lesson, from one pair of runs."""
     s, scenario, lanes, window = simulate(p)
@@ -240,6 +253,7 @@ def build(p: Params) -> Readout:
     return Readout(
         **selection(p, dtype=s.dep.dtype),
         single_gpu=p.tp == 1,
+        **cast(),
         **used_limits(p, s.budget, s.max_num_seqs),
         users=s.users,
         users_asked=p.users,

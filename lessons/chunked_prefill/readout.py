@@ -33,6 +33,13 @@ class LaneView:
 class Readout(UsedLimits, Selection):
     # the selection
     single_gpu: bool
+    # the cast: the GPU and prompt the lesson opens on, against the course's GPU, with vLLM's
+    # default budget on each (the cast line says why this lesson differs)
+    cast_gpu: str
+    cast_budget: int
+    cast_prompt: int
+    course_gpu: str
+    course_budget: int
     # the scenario the runs use (and what was asked, when a limit cut it)
     users: int
     users_asked: int

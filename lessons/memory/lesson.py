@@ -183,14 +183,66 @@ SHOW_IF = {
     "gpu_memory_utilization": show_pool_utilization,
     "num_gpu_blocks": show_pool_blocks,
 }
-# The controls' rows on the page, in the order a learner meets them.
+# The controls' rows on the page, in the order a learner meets them: the pool's size beside the
+# lesson's key sentence, above the grid (MAIN), and the others under the grid (LAYOUT).
+MAIN = (("gpu_memory_utilization", "num_gpu_blocks"),)
 LAYOUT = (
     ("gpu", "model", "dtype", "tp"),
-    ("pool_from", "gpu_memory_utilization", "num_gpu_blocks", "max_model_len"),
-    ("prompt_tokens", "output_tokens", "rate"),
-    ("policy", "prefix_caching", "watermark", "async_scheduling"),
-    ("vllm_defaults", "max_num_batched_tokens", "max_num_seqs"),
+    ("pool_from", "max_model_len", "prompt_tokens", "output_tokens"),
+    ("rate", "policy", "prefix_caching", "watermark"),
+    ("async_scheduling", "vllm_defaults", "max_num_batched_tokens", "max_num_seqs"),
 )
+
+
+# What the page draws, in order (views/lesson_memory.py `tell`): each line is (what, whose
+# values, names): text.md sections said ("say") or a metrics row ("metrics") from the Readout
+# ("r"), the Comparison ("c") or the step's StepReadout ("s"), a chart or a table of figures.py /
+# tables.py (an empty table is left out), questions of quiz.toml asked next to their chart
+# ("ask", or folded: "fold") and a folded aside ("deeper:<key>", "", the script inside it).
+# Under the grid: the run's summary, kept back while the learner predicts (TOTALS_WAIT).
+TOTALS = (("say", "r", "summary"), ("metrics", "r", "metrics"), ("say", "r", "stepper"))
+TOTALS_WAIT = (("say", "r", "summary-wait", "metrics-wait", "stepper"),)
+# The step the stepper shows: vLLM's readouts, what happened, every block table.
+STEP_PANEL = (
+    ("metrics", "s", "step-metrics"),
+    ("say", "s", "step-hits", "step-victim-hits", "step-preempted", "step-resumed"),
+    ("say", "s", "step-finished"),
+    ("deeper:tables", "", (("say", "s", "tables"), ("table", "s", "block_tables"))),
+    ("deeper:counting", "", (("say", "r", "readouts", "counting"),)),
+)
+RATE = (("deeper:rate", "", (("say", "r", "rate-same"),)),)  # when the rate changes nothing
+PAGING = (
+    ("say", "r", "paging-lead"),
+    ("chart", "r", "paging"),
+    ("ask", "", "fragmentation"),
+    ("fold", "", "reservation", "max_model_len_cap"),
+    ("deeper:paging", "", (("say", "r", "paging"),)),
+)
+# ... once the predictions are answered: the victim, the price, the fixes, async scheduling
+REST = (
+    ("say", "c", "victim", "victim-result"),
+    ("chart", "c", "classes"),
+    ("fold", "", "priority_admit"),
+    ("deeper:victim", "", (("say", "c", "victim-queue"),)),
+    ("say", "r", "price"),
+    ("table", "r", "victims"),
+    ("say", "c", "caching"),
+    ("deeper:swap", "", (("say", "r", "swap"),)),
+    ("fold", "", "caching_recompute", "swap_v1"),
+    ("say", "c", "fixes", "fixes-left-out"),
+    ("chart", "c", "fixes"),
+    ("table", "c", "fixes"),
+    ("say", "c", "fixes-after", "fixes-pool-more"),
+    ("deeper:async", "", (("say", "c", "async"),)),
+    ("say", "r", "takeaway"),
+)
+REST_WAIT = (("say", "r", "rest-wait"),)
+
+
+def main_rules(pool_from: str) -> dict:
+    """SHOW_IF for the pool's size above the grid, where "sized from" (drawn below it) is
+    `pool_from`, its kept value."""
+    return {n: lambda c, f=f: f({"pool_from": pool_from} | c) for n, f in SHOW_IF.items()}
 
 
 @lru_cache(maxsize=64)

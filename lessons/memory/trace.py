@@ -154,8 +154,8 @@ class Frames:
     steps: np.ndarray  # 0-based steps drawn, one per frame
     owners: np.ndarray  # (frames, blocks): sim.blocks.owners of each drawn step
     freed_by_preemption: tuple[np.ndarray, ...]  # per frame: blocks a victim lost in that step
-    running: np.ndarray  # per step: the running list after schedule()
-    waiting: np.ndarray  # per step: the waiting queue after schedule()
+    running: np.ndarray  # per step: the running list once the turn's output is processed
+    waiting: np.ndarray  # per step: the waiting queue (output processing leaves it as it is)
     usage_pct: np.ndarray  # per step: KV cache usage at the end of the turn
     preemptions: np.ndarray  # per step: vllm:num_preemptions so far
     hit_rate_pct: np.ndarray  # per step: vLLM's prefix-cache hit rate so far (NaN: no lookup)
@@ -238,6 +238,19 @@ def _seen_finished(run: Run) -> list[tuple[int, ...]]:
     return [(), *rows[:-1]] if run.config.async_scheduling else rows
 
 
+def running_after_output(run: Run, seen: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """Per step: the running requests as vLLM counts them for its metrics, once the turn's
+    output is processed (the scheduler's stats are made then): the running list schedule()
+    left, less the requests seen to finish in that turn."""
+    return np.array(
+        [
+            sum(1 for q in d.running.tolist() if q not in set(done))
+            for d, done in zip(run.detail, seen, strict=True)
+        ],
+        dtype=np.int64,
+    )
+
+
 def lost_blocks(trace: BlockTrace, k: int, victims: Sequence[int]) -> np.ndarray:
     """The blocks the victims preempted in step k + 1 held before it (empty for none)."""
     lost = [trace.table(k - 1, int(v)) for v in victims] if k else []
@@ -258,13 +271,14 @@ def frames_of(run: Run, max_frames: int) -> Frames:
         q, h = trace.preempted_queries, trace.preempted_hits
         back = np.where(q > 0, 100.0 * h / q, np.nan)
     peak = int(np.argmax(used))
+    seen = _seen_finished(run)
     comp = trace.num_computed_tokens[peak]
     lens = trace.table_lens[peak]
     return Frames(
         steps=steps,
         owners=owners,
         freed_by_preemption=tuple(freed),
-        running=np.asarray(run.num_running),
+        running=running_after_output(run, seen),
         waiting=np.asarray(run.num_waiting),
         usage_pct=usage,
         preemptions=np.cumsum(run.num_preempted),
@@ -273,7 +287,7 @@ def frames_of(run: Run, max_frames: int) -> Frames:
         waiting_order=tuple(tuple(d.waiting.tolist()) for d in run.detail),
         preempted=tuple(tuple(d.preempted.tolist()) for d in run.detail),
         resumed=tuple(tuple(d.resumed.tolist()) for d in run.detail),
-        finished=tuple(_seen_finished(run)),
+        finished=tuple(seen),
         clock_ms=(run.step_start_s + run.step_ms / 1e3) * 1e3,
         names=tuple(run.workload.request_ids),
         trace=trace,

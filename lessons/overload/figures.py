@@ -1,6 +1,8 @@
 """Figures of the lesson "Too many requests", drawn from its Readout.
 
 - `hockey`: TTFT p50 and p99 against offered load, under FCFS and SJF, with the capacity marked;
+  `held=True` draws the setup of the prediction only: the loads up to the capacity, and the
+  loads past it as a blank band over the whole axis;
 - `queue`: the waiting queue over one run at the chosen load (FCFS, SJF, FCFS with the limit),
   animated in time;
 - `limits`: TTFT p99 of admitted requests against load, without a limit and with the two sized
@@ -23,8 +25,10 @@ from lessons.kit import story
 from lessons.kit.anim import animate, time_label
 from lessons.kit.figures import axis, count_axis, line, log_axis
 from lessons.overload.readout import Readout
+from lessons.theme import color
 
 TEXT = lesson("overload").text_path
+HOCKEY_PX = 350  # the first chart: its load slider under it still on the first screen
 
 
 @cache
@@ -74,13 +78,15 @@ def _load_chart(r: Readout, title: str, y: dict, traces: list[dict], extra: list
     }
 
 
-def _lines(r: Readout, series: list[tuple], fmt: str) -> list[dict]:
-    """(values, label key, role, dash) -> line traces with markers over the loads."""
+def _lines(r: Readout, series: list[tuple], fmt: str, upto: float | None = None) -> list[dict]:
+    """(values, label key, role, dash) -> line traces with markers over the loads (those up to
+    `upto` % of capacity only, if given)."""
     words = labels()
+    n = len(r.loads) if upto is None else int((r.loads <= upto).sum())
     return [
         line(
-            r.loads,
-            [float(v) for v in values],
+            r.loads[:n],
+            [float(v) for v in values[:n]],
             words[name],
             role,
             dash=dash,
@@ -91,8 +97,27 @@ def _lines(r: Readout, series: list[tuple], fmt: str) -> list[dict]:
     ]
 
 
-def hockey(r: Readout) -> dict:
-    """TTFT p50 and p99 against offered load under FCFS and SJF (no limit)."""
+def _held_band(r: Readout) -> dict:
+    """The loads past the capacity, blank while the learner predicts what happens there."""
+    return {
+        "type": "rect",
+        "x0": 100,
+        "x1": float(r.loads[-1]),
+        "yref": "paper",
+        "y0": 0,
+        "y1": 1,
+        "line": {"width": 0},
+        "fillcolor": color("unused"),
+        "opacity": 0.15,
+        "layer": "below",
+        # left of the band: clear of the marker line at the chosen load
+        "label": {"text": labels()["held"], "textposition": "middle left", "font": {"size": 15}},
+    }
+
+
+def hockey(r: Readout, *, held: bool = False) -> dict:
+    """TTFT p50 and p99 against offered load under FCFS and SJF (no limit). `held`: only the
+    loads up to the capacity, the rest of the axis blank (the prediction's setup)."""
     words = labels()
     traces = _lines(
         r,
@@ -103,8 +128,15 @@ def hockey(r: Readout) -> dict:
             (r.sjf_ttft_p99_s, "sjf-p99", "sjf", "dash"),
         ],
         "%{y:.2f} s",
+        upto=100 if held else None,
     )
-    return _load_chart(r, "title-hockey", log_axis(words["ttft-axis"]), traces, [])
+    figure = _load_chart(r, "title-hockey", log_axis(words["ttft-axis"]), traces, [])
+    figure["layout"]["height"] = HOCKEY_PX
+    if held:
+        lo, hi = float(r.loads[0]), float(r.loads[-1])
+        figure["layout"]["shapes"].insert(0, _held_band(r))
+        figure["layout"]["xaxis"]["range"] = [lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)]
+    return figure
 
 
 def _target(r: Readout) -> dict:

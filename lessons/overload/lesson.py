@@ -5,7 +5,11 @@ deployment's capacity. The capacity is measured, not assumed: all requests queue
 steady rate at which a full engine finishes them (sim.overload.capacity_req_per_s, trimmed of
 the fill and the drain). So that the run holds several full batches on any GPU, the number of
 requests is WAVES times the most that run at once in a probe burst, and max_num_seqs is capped
-at MAX_NUM_SEQS (a common production setting) so that this stays a short run on large GPUs.
+at MAX_NUM_SEQS so that this stays a short run on large GPUs (vLLM's serve default is larger:
+the Readout names it for the L4 and the H100, from sim.hardware.default_batch_limits). The runs
+use vLLM's default async scheduling. The lesson opens on the L4, not the course's H100: there a
+full engine drains prompts far below its peak prefill speed and fills its KV cache, the two
+effects the sizing rule and the signals are about.
 The sweep runs every load in LOADS four times: FCFS and SJF without a limit (no policy fixes
 overload), and FCFS with vLLM's `max_num_queued_tokens` sized by the rule, TTFT target x the
 rate the engine drains prompt tokens, and sized by the peak prefill speed instead (the wrong
@@ -28,6 +32,7 @@ from lessons.kit.sizing import sized
 from lessons.overload.readout import Gateway, Queue, Readout, Served, Signals
 from sim.cost import Deployment
 from sim.generators import WorkloadSpec
+from sim.hardware import default_batch_limits
 from sim.models import kv_pool
 from sim.overload import (
     poisson_at,
@@ -54,6 +59,8 @@ MAX_MODEL_LEN = 16_384
 WAVES = 6
 MIN_REQUESTS, MAX_REQUESTS = 300, 1_500
 MAX_NUM_SEQS = 128  # a common production cap: every GPU's full batch fits in a short run
+ASYNC_SCHEDULING = True  # vLLM's default in deployments
+SERVE_DEFAULTS = ("L4", "H100-SXM")  # the GPUs whose `vllm serve` max_num_seqs the text names
 FALLBACK_BLOCKS = 1_970  # the pool when the weights do not fit (an L4's, for Llama-3.1-8B)
 BINS = 40  # time bins of the signals chart
 QUEUE_POINTS = 60  # points (and frames) of the queue animation
@@ -102,6 +109,7 @@ def _dep(gpu: str, model: str, tp: int, dtype: str) -> tuple[Deployment, object]
         max_model_len=MAX_MODEL_LEN,
         max_num_seqs=MAX_NUM_SEQS,
         num_gpu_blocks=None if fits else FALLBACK_BLOCKS,
+        async_scheduling=ASYNC_SCHEDULING,
     )
     return dep, config
 
@@ -217,6 +225,11 @@ def _queue(fcfs: Run, sjf: Run, limited: Run) -> Queue:
     )
 
 
+def _serve_seqs(gpu: str) -> int:
+    """`vllm serve`'s default max_num_seqs on one GPU (what MAX_NUM_SEQS replaces)."""
+    return default_batch_limits(gpu, "server", max_model_len=MAX_MODEL_LEN)["max_num_seqs"]
+
+
 def build(p: Params) -> Readout:
     """Every number and frame of the lesson for one setting."""
     key = (p.gpu, p.model, p.tp, p.dtype)
@@ -244,6 +257,8 @@ def build(p: Params) -> Readout:
     gate = gateway(key, target_ms, limit)
     return Readout(
         **scheduled(p, config, made.weights_fit, dtype=p.dtype),
+        serve_seqs_l4=_serve_seqs(SERVE_DEFAULTS[0]),
+        serve_seqs_h100=_serve_seqs(SERVE_DEFAULTS[1]),
         requests=n,
         full_batch=made.full_batch,
         batches=n / made.full_batch,

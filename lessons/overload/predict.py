@@ -1,9 +1,10 @@
 """The lesson's predict-then-reveal question, answered by the sweep the lesson opens with.
 
-quiz.toml marks it `computed = "p99_growth"`: the opening setting's TTFT p99 at 100% of capacity
-is given; how long is it at the opening load (lesson.Params().load_pct)? The choices are the
-sweep's answer and three growth factors at least GAP apart from it and from one another: the
-guess that latency grows with load in proportion, and factors above and below the answer.
+quiz.toml marks it `computed = "p99_growth"`. The opening chart draws the TTFT up to the
+capacity and leaves the loads past it blank; the question asks how the FCFS p99 line goes on
+from 100% to the opening load (lesson.Params().load_pct): a shape the learner can reason out
+from the chart and the capacity, not a number to guess. The four shapes are text.md labels
+(`shape-*`); the sweep's own growth factor picks the right one (`shape`).
 """
 
 from __future__ import annotations
@@ -13,31 +14,23 @@ from functools import cache
 from lessons.overload import lesson
 from lessons.overload.figures import labels
 
-FACTORS = (1.5, 2, 3, 5, 10, 20, 50, 100)
-GAP = 1.6  # a wrong factor is at least this many times off the true one
+STEEP = 2.0  # at least this many times the load's own growth: the line shoots up
+FALLS = 0.9  # below this share of its value at 100%: the line falls
+SHAPES = ("steep", "step", "flat", "falls")
 
 # a question's `computed` name -> the entry of answers() that holds its choices (course.py)
 CHOICES = {"p99_growth": "choices"}
 
 
-def _nice(ratio: float) -> float:
-    """The factor as the choice shows it: halves below 10, whole numbers above."""
-    return round(ratio * 2) / 2 if ratio < 10 else float(round(ratio))
-
-
-def _apart(a: float, b: float) -> bool:
-    return max(a, b) / min(a, b) >= GAP
-
-
-def _distractors(ratio: float, proportional: float) -> list[float]:
-    """Three wrong factors, each at least GAP from the answer and from one another: the guess
-    that latency grows in proportion to the load, then factors on either side of the answer
-    (so that the answer is neither the largest choice nor the smallest), then FACTORS."""
-    wrong: list[float] = []
-    for f in [proportional, _nice(ratio * 3), _nice(ratio / 2), _nice(ratio * 8), *FACTORS]:
-        if f >= 1 and _apart(f, ratio) and all(_apart(f, w) for w in wrong) and len(wrong) < 3:
-            wrong.append(f)
-    return wrong
+def shape(ratio: float, load_ratio: float) -> str:
+    """How the p99 went on past the capacity: `ratio` is the p99 at the load over the p99 at
+    100%, `load_ratio` the load over 100%. Far faster than the load ("steep"), about with it
+    ("step"), less than half the load's growth ("flat") or down ("falls")."""
+    if ratio < FALLS:
+        return "falls"
+    if ratio < 1 + (load_ratio - 1) / 2:
+        return "flat"
+    return "steep" if ratio >= STEEP * load_ratio else "step"
 
 
 @cache
@@ -46,16 +39,18 @@ def answers() -> dict:
     r = lesson.build(lesson.Params())
     low = float(r.ttft_p99_s[lesson.LOADS.index(100)])
     high = float(r.ttft_p99_s[lesson.LOADS.index(r.load_pct)])
-    ratio = _nice(high / low)
-    wrong = _distractors(ratio, _nice(r.load_pct / 100))
+    ratio = high / low
+    load_ratio = r.load_pct / 100
+    right = shape(ratio, load_ratio)
     words = labels()
-    choices = [words["choice"].format(ratio=ratio, value=high)]
-    choices += [words["choice"].format(ratio=f, value=low * f) for f in wrong]
+    order = [right, *(s for s in SHAPES if s != right)]
+    choices = tuple(words[f"shape-{s}"].format(load_ratio=load_ratio) for s in order)
     return {
         "low_s": low,
         "high_s": high,
-        "ratio": ratio,
+        "ratio": round(ratio * 2) / 2 if ratio < 10 else float(round(ratio)),
+        "shape": right,
         "load_pct": r.load_pct,
         "extra": r.load_pct - 100,
-        "choices": tuple(choices),
+        "choices": choices,
     }

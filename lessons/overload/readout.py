@@ -57,6 +57,8 @@ class Gateway:
 @dataclass(frozen=True, eq=False)
 class Readout(Scheduled):
     # the setting
+    serve_seqs_l4: int  # `vllm serve`'s default max_num_seqs on the L4 and the H100 (the run
+    serve_seqs_h100: int  # caps it at lesson.MAX_NUM_SEQS)
     requests: int
     full_batch: int  # most requests running at once when all are queued (the probe burst)
     batches: float  # requests / full_batch

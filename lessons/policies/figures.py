@@ -1,5 +1,7 @@
 """Figures of the lesson "Who goes first", drawn from its Readout.
 
+- `stream`: the requests as they arrive (time, job size, class): the setup, drawn before the
+  prediction is answered, since it shows no policy's result;
 - `classes`: TTFT p99 of each class under each policy;
 - `waits`: the longest wait (arrival to first step) under each policy, naming the request;
 - `tenants`: median TTFT of the heavy tenant and of the others under each policy;
@@ -19,7 +21,7 @@ import numpy as np
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.anim import animate
-from lessons.kit.figures import axis, bars, category_axis
+from lessons.kit.figures import axis, bars, category_axis, markers
 from lessons.policies.lesson import QUEUE_SHOWN
 from lessons.policies.readout import Readout
 from lessons.theme import color
@@ -32,6 +34,40 @@ TENANT_NAMES = "ABC"
 def labels() -> dict[str, str]:
     """The charts' words, from text.md's `labels` section (`- key :: words`)."""
     return story.labels(TEXT)
+
+
+def stream(r: Readout) -> dict:
+    """Every request at its arrival time and job size (prompt + max_tokens), by class; the
+    same stream under every policy, so it gives no policy's result away."""
+    words = labels()
+    q = r.queue
+    traces = []
+    for name, role, mask in (
+        ("interactive", "decode", ~q.batch),
+        ("batch", "prefill", q.batch),
+    ):
+        idx = np.flatnonzero(mask).tolist()
+        traces.append(
+            markers(
+                q.arrival_s[idx].round(2),
+                q.job_tokens[idx],
+                words[name],
+                role,
+                size=8,
+                customdata=[[q.names[i], TENANT_NAMES[q.tenant[i]]] for i in idx],
+                hovertemplate=words["stream-hover"] + "<extra></extra>",
+            )
+        )
+        traces[-1]["marker"]["symbol"] = "circle" if role == "decode" else "square"
+    return {
+        "data": traces,
+        "layout": {
+            "title": {"text": words["title-stream"]},
+            "height": 330,
+            "xaxis": axis(words["arrival-axis"], rangemode="tozero"),
+            "yaxis": axis(words["job-axis"], rangemode="tozero"),
+        },
+    }
 
 
 def _policy_bars(r: Readout, title: str, y_title: str, series: list[tuple]) -> dict:

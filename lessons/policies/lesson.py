@@ -7,8 +7,9 @@ Poisson stream at the learner's load, a percentage of the capacity (sim.overload
 per second the engine finishes under FCFS while work is queued, measured on the requests' burst
 without its fill and drain; where a fast GPU runs them all at once, on a burst of the same recipe
 holding CAPACITY_WAVES full batches). Each policy runs
-the same requests on the cost model's clock with per-step detail, so switching policy redraws
-from runs already made; the chosen one's waiting queue is animated.
+the same requests on the cost model's clock with per-step detail and vLLM's default async
+scheduling, so switching policy redraws from runs already made; the chosen one's waiting queue
+is animated.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ POLICIES = ("fcfs", "priority", "sjf", "prefix-aware", "fair-share")
 N_REQUESTS = 150
 CAPACITY_WAVES = 4  # full batches in the capacity's burst (at least N_REQUESTS requests)
 SEED = 7
+ASYNC = True  # vLLM's default scheduler, as in the course's other lessons
 MAX_MODEL_LEN = 16_384
 PREFIX_TOKENS = 2_048  # each system prompt
 PREFIXES = 12
@@ -131,11 +133,14 @@ class Runs:
 
 
 def _base(dep: Deployment, fits: bool, caching: bool):
+    """The scheduler's configuration: vLLM's defaults for the GPU, async scheduling (vLLM's
+    default), the lesson's max_model_len and the learner's prefix caching."""
     return config_for(
         dep,
         max_model_len=MAX_MODEL_LEN,
         enable_prefix_caching=caching,
         num_gpu_blocks=None if fits else FALLBACK_BLOCKS,
+        async_scheduling=ASYNC,
     )
 
 
@@ -260,6 +265,7 @@ def build(p: Params) -> Readout:
     return Readout(
         **scheduled(p, cfg, made.weights_fit, dtype=p.dtype),
         prefix_caching=p.prefix_caching,
+        async_scheduling=cfg.async_scheduling,
         requests=wl.num_requests,
         interactive=wl.num_requests - batch,
         batch=batch,

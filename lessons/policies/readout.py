@@ -30,6 +30,7 @@ class Queue:
 class Readout(Scheduled):
     # the run's setting
     prefix_caching: bool
+    async_scheduling: bool  # vLLM's default scheduler (the runs' config)
     # the workload
     requests: int
     interactive: int

@@ -110,51 +110,51 @@ def curve(r: Readout) -> dict:
         ]
     seqs = fill(words["max-seqs"], values)
     data += _both(r.max_num_seqs, top, low, seqs, "neutral", "dashdot")  # unlike the total line
+    notes = []
+    if r.has_dip:
+        data.append(_dips(r, words, values))
+        notes.append(_dip_note(r, words, values))
     layout = {
         "title": {"text": fill(words["curve-title"], values)},
         "xaxis": _concurrency_axis(words["curve-axis"], anchor="y2"),
         "yaxis": _log_y(words["total-axis"], *top, domain=[0.55, 1.0], anchor="x"),
         "yaxis2": _log_y(words["each-axis"], *low, domain=[0.0, 0.45], anchor="x"),
         "height": 660,
+        "annotations": notes,
     }
     return {"data": data, "layout": layout}
 
 
-def loop(r: Readout) -> dict:
-    """Decode only against the closed loop (prompts arriving): output tokens per second (top)
-    and, in ms (bottom), the decode-only step, the closed loop's mean ITL and TTFT, the target."""
-    cl = r.loop
-    c = cl.decode
-    k = cl.clients.tolist()
-    n = np.arange(1, r.cl_max + 1)
-    top = _log_range(np.concatenate([c.total[n - 1], cl.output_tps]))
-    low = _log_range(np.concatenate([c.step_ms[n - 1], cl.itl_ms, cl.ttft_ms, [r.target_ms]]))
-    words, values = labels(), vars(r)
-    dots = {"mode": "lines+markers", "marker": {"size": 9}}
-    ms = {"yaxis": "y2", "hovertemplate": words["clients-ms-hover"]}
-    tps = {"hovertemplate": words["clients-tps-hover"]}
-    held, target = fill(words["held"], values), fill(words["target"], values)
-    line_ms = {"dash": "dash", **ms}
-    compared = fill(words["compared"], values)
-    data = [
-        line(n.tolist(), c.total[n - 1].tolist(), held, "primary", **tps),
-        line(k, cl.output_tps.tolist(), words["closed"], "prefill", **dots, **tps),
-        line(n.tolist(), c.step_ms[n - 1].tolist(), words["decode-step"], "primary", **line_ms),
-        line(k, cl.itl_ms.tolist(), words["closed-itl"], "prefill", **dots, **ms),
-        line(k, cl.ttft_ms.tolist(), words["closed-ttft"], "kv", **dots, **line_ms),
-        line([1, r.cl_max], [r.target_ms] * 2, target, "neutral", dash="dot", **ms),
-        _star([r.cmp_n], [r.cmp_itl_ms], compared, "lm_head", **ms),
-    ]
-    ticks = [t for t in POW2_TICKS if t <= r.cl_max]
-    span = [-0.05, float(np.log10(max(r.cl_max, 2))) + 0.05]
-    layout = {
-        "title": {"text": fill(words["loop-title"], values)},
-        "xaxis": axis(words["loop-axis"], type="log", anchor="y2", tickvals=ticks, range=span),
-        "yaxis": _log_y(words["output-axis"], *top, domain=[0.55, 1.0], anchor="x"),
-        "yaxis2": _log_y(words["time-axis"], *low, domain=[0.0, 0.45], anchor="x"),
-        "height": 660,
+def _dips(r: Readout, words: dict, values: dict) -> dict:
+    """A small down-triangle on the total where it drops: a new row of GEMM tiles."""
+    n = r.dips
+    dip = markers(
+        n.tolist(),
+        r.curves.total[n - 1].tolist(),
+        fill(words["dip"], values),
+        "neutral",
+        size=9,
+        hovertemplate=words["dip-hover"],
+    )
+    dip["marker"]["symbol"] = "triangle-down"
+    return dip
+
+
+def _dip_note(r: Readout, words: dict, values: dict) -> dict:
+    """The drop the text describes, named on the chart: where it is and what it costs."""
+    return {
+        "x": float(np.log10(r.dip_n)),
+        "y": float(np.log10(r.dip_after_total)),
+        "xref": "x",
+        "yref": "y",
+        "text": fill(words["dip-note"], values),
+        "showarrow": True,
+        "arrowhead": 0,
+        "ax": 0,
+        "ay": 36,
+        "font": {"color": color("neutral")},
+        "bgcolor": "rgba(255,255,255,0.85)",
     }
-    return {"data": data, "layout": layout}
 
 
 def reads(r: Readout) -> dict:

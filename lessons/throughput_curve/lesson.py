@@ -35,9 +35,9 @@ from lessons.kit.selection import selection, used_limits
 from lessons.throughput_curve import closed_loop
 from lessons.throughput_curve.readout import ClosedLoop, Curves, Readout
 from sim.config import SchedulerConfig
-from sim.cost import OVERHEAD_MS, Deployment, step_costs, weight_read_ms
+from sim.cost import OVERHEAD_MS, Deployment, factors_for, step_costs, weight_read_ms
 from sim.errors import SimInputError
-from sim.hardware import get_gpu
+from sim.hardware import default_batch_limits, get_gpu
 from sim.kv import cdiv
 from sim.models import get_model, kv_bytes_per_token, kv_pool, weight_bytes, weight_read_bytes
 from sim.scenarios import decode_sweep
@@ -156,6 +156,34 @@ def anim_concurrencies(last: int, opening: int) -> np.ndarray:
     """The animation's concurrencies: from 1 to `last` on a log scale, plus `opening`."""
     grid = np.unique(np.geomspace(1, last, ANIM_POINTS).round().astype(np.int64))
     return np.union1d(grid, [opening])
+
+
+def dip_fields(c: Curves, reach: int, pick: int, tile_m: int) -> dict:
+    """Where the total drops as a sequence is added (a new row of GEMM tiles in the cost model,
+    sim.cost.gemm_kernel_ms): every such N, the largest relative drop this engine reaches (the
+    largest anywhere if it reaches none), and whether a smaller concurrency than the pick makes
+    more in total."""
+    t = c.total
+    dips = np.flatnonzero(t[1:] < t[:-1]) + 2  # N whose total is below N - 1's
+    reached = dips[dips <= reach]
+    shown = reached if reached.size else dips
+    has = shown.size > 0
+    n = int(shown[np.argmax(t[shown - 2] / t[shown - 1])]) if has else 0
+    best = int(np.argmax(t[:pick])) + 1 if pick > 0 else 0
+    nan = float("nan")
+    return {
+        "dips": dips,
+        "has_dip": has,
+        "tile_m": tile_m,
+        "dip_n": n,
+        "dip_before_n": n - 1 if has else 0,
+        "dip_jump_ms": float(c.step_ms[n - 1] - c.step_ms[n - 2]) if has else nan,
+        "dip_before_total": float(t[n - 2]) if has else nan,
+        "dip_after_total": float(t[n - 1]) if has else nan,
+        "best_n": best,
+        "best_total": float(t[best - 1]) if best else nan,
+        "pick_past_dip": bool(0 < best < pick and t[best - 1] > t[pick - 1]),
+    }
 
 
 def _loop(points: list[closed_loop.Point], c: Curves) -> ClosedLoop:
@@ -347,5 +375,8 @@ def build(p: Params) -> Readout:
         overhead_ms=OVERHEAD_MS,
         one_step_other_ms=at(1, other.step_ms),
         curves=c,
+        seqs_l4=default_batch_limits("L4", usage="server")["max_num_seqs"],
+        seqs_h100=default_batch_limits("H100-SXM", usage="server")["max_num_seqs"],
+        **dip_fields(c, reach, pick, factors_for(get_gpu(p.gpu)).tile_m),
         **closed_fields(p, dep, budget, seqs, reach, pick, fast_enough),
     )

@@ -151,6 +151,21 @@ class Readout(UsedLimits, Selection):
     cmp_mean_within: bool  # its mean meets the target, its steps with a chunk do not
     cmp_surge_felt: bool  # the prompts lengthen the mean time between tokens (SURGE_FELT)
     cmp_surge_small: bool  # ... they barely do
+    # vLLM's serve default max_num_seqs on the L4 and on the H100 (for comparison)
+    seqs_l4: int
+    seqs_h100: int
+    # where the total drops as a sequence is added: a new row of GEMM tiles (lesson.dip_fields)
+    dips: np.ndarray  # every such N
+    has_dip: bool
+    tile_m: int  # the GEMM tile's rows (tokens) on this GPU
+    dip_n: int  # the largest relative drop the engine reaches (anywhere, if it reaches none)
+    dip_before_n: int
+    dip_jump_ms: float  # the step's growth from dip_before_n to dip_n
+    dip_before_total: float
+    dip_after_total: float
+    best_n: int  # the concurrency up to the pick with the largest total
+    best_total: float
+    pick_past_dip: bool  # a smaller concurrency than the pick makes more in total
     # what the charts draw
     curves: Curves
     loop: ClosedLoop

@@ -30,7 +30,7 @@ from lessons.kit.words import join, ordinal
 from lessons.token_budget.arithmetic import SPEC_KS, defaults_numbers, spec_numbers
 from lessons.token_budget.readout import Readout
 from sim.config import SchedulerConfig
-from sim.hardware import get_gpu
+from sim.hardware import default_batch_limits, get_gpu
 from sim.kv import cdiv
 from sim.metrics import request_metrics
 from sim.models import get_model, kv_pool
@@ -61,11 +61,6 @@ class Params(limits.Limits, shared.Deployment):
         0, Steps("Cached prefix (% of the prompt)", key="cached", options=CACHED_SHARES)
     )
     k: int = control(2, Integer("Draft tokens per running request (k)", lo=0, hi=SPEC_KS[-1]))
-
-
-def without(p: Params, *names: str) -> dict[str, Any]:
-    """The fields of `p` except `names` (the `fixed` values of a second row of controls)."""
-    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name not in names}
 
 
 @dataclass(frozen=True)
@@ -192,6 +187,7 @@ def _numbers(s: Setting, r: Replay) -> dict[str, Any]:
         "num_chunks": int(len(tokens)),
         "chunk_list": listing(shown, int(len(tokens))),
         "first_token_step": first_token,
+        "first_token_ordinal": first_token - arrival + 1,
         "first_decode_step": first_decode,
         "decode_ordinal": first_decode - arrival + 1,
         "decode_ordinal_text": ordinal(first_decode - arrival + 1),
@@ -214,6 +210,7 @@ NO_RUN = {
     "num_chunks": 0,
     "chunk_list": "",
     "first_token_step": 0,
+    "first_token_ordinal": 0,
     "first_decode_step": 0,
     "decode_ordinal": 0,
     "decode_ordinal_text": "",
@@ -251,6 +248,18 @@ def _cases(s: Setting) -> dict[str, Any]:
     }
 
 
+def cast() -> dict[str, Any]:
+    """The GPU the lesson opens on and the course's usual one, with vLLM's default budget on each
+    (the cast line says why this lesson differs)."""
+    here, course = Params().gpu, shared.Deployment().gpu
+    return {
+        "cast_gpu": here,
+        "cast_budget": default_batch_limits(here)["max_num_batched_tokens"],
+        "course_gpu": course,
+        "course_budget": default_batch_limits(course)["max_num_batched_tokens"],
+    }
+
+
 def build(p: Params) -> Readout:
     """Every number, paragraph choice and chart input of the lesson for one selection."""
     s = setting(p)
@@ -278,6 +287,7 @@ def build(p: Params) -> Readout:
         many_chunks=runs and numbers["num_chunks"] > 1,
         one_chunk=runs and numbers["num_chunks"] == 1,
         **defaults_numbers(),
+        **cast(),
         run=replay.run if replay is not None else None,
         fill=replay.fill if replay is not None else None,
         long=replay.scenario.long_index if replay is not None else 0,

@@ -44,6 +44,7 @@ class Readout(UsedLimits, Selection):
     num_chunks: int
     chunk_list: str  # "2,040, 2,040 and 16"
     first_token_step: int
+    first_token_ordinal: int  # the step, counted from the arrival, that samples its first token
     first_decode_step: int
     decode_ordinal: int  # the step, counted from the arrival, of the prompt's first decode
     decode_ordinal_text: str  # "4th"
@@ -51,6 +52,11 @@ class Readout(UsedLimits, Selection):
     decode_step_ms: float
     window_first: int
     window_last: int
+    # the cast: the GPU the lesson opens on and why (its default budget), against the course's
+    cast_gpu: str
+    cast_budget: int
+    course_gpu: str
+    course_budget: int
     # speculative decoding: the budget rule with k draft tokens (arithmetic, not a replay)
     k: int
     spec_max_k: int

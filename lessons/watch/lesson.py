@@ -1,10 +1,11 @@
 """Lesson "What to watch": its controls (Params), six dashboards, and build(p) -> Readout.
 
 A dashboard is one timed run read the way vLLM's metrics read it. Each of the first five shows
-one problem sign; the sixth is healthy. Every dashboard runs on the learner's deployment, with
-max_num_seqs capped at MAX_NUM_SEQS and a budget the ITL target allows (the largest whose worst
-step meets the target: a full batch decoding next to a chunk that ends the longest prompt; from
-the cost model). Its run holds WAVES full
+one problem sign; the sixth is healthy. Every dashboard runs on the learner's deployment with
+vLLM's async scheduling (ASYNC_SCHEDULING: steps are timed as `step_time` prices them), with
+max_num_seqs capped at MAX_NUM_SEQS (below vLLM's serve default, `serve_seqs`) and a budget
+the ITL target allows (the largest whose worst step meets the target: a full batch decoding
+next to a chunk that ends the longest prompt; from the cost model). Its run holds WAVES full
 batches, and its load is a share of the capacity the same requests give when all are queued at
 once (sim.overload). Each has a fix, run the same way:
 
@@ -35,23 +36,27 @@ from lessons.kit.controls import Choice, Steps, Toggle, control
 from lessons.kit.selection import selection
 from lessons.kit.sizing import last_begun, sized
 from lessons.watch.readout import Dash, Readout, Signs
-from sim.cost import Deployment, step_ms
+from sim.cost import Deployment
 from sim.generators import WorkloadSpec
+from sim.hardware import default_batch_limits
 from sim.metrics import kv_usage, summarize
 from sim.models import kv_pool
 from sim.overload import poisson_at
 from sim.run import Run
-from sim.timed import config_for, run_timed
+from sim.timed import config_for, run_timed, timer_for
 from sim.workload import Workload
 
 PREFIX = "wch"
 OWN_VALUES = ("frame-", "predict-revealed", "preset-")
 PRESETS = ("overload", "cache", "budget", "routing", "benchmark", "healthy")
+# each dashboard with a problem -> the quiz question that asks what its panels say
+DIAGNOSIS = {key: f"diagnose_{i}" for i, key in enumerate(PRESETS[:-1], start=1)}
 TARGETS_MS = (25, 50, 100, 200, 400)
 TTFT_TARGET_S = 2.0
 SEED = 11
 MAX_MODEL_LEN = 16_384
 MAX_NUM_SEQS = 128
+ASYNC_SCHEDULING = True  # vLLM's default in deployments: a step's CPU work hides behind the GPU
 BIG_BUDGET = 16_384
 MIN_BUDGET = 256  # the budget grid's step and floor
 WAVES = 6
@@ -132,9 +137,15 @@ def budget_for(dep: Deployment, target_ms: float) -> int:
     decode_ctx = MAX_NUM_SEQS * CONTEXT
     pairs = chunk * before + chunk * (chunk + 1) // 2 + MAX_NUM_SEQS * (CONTEXT + 1)
     seqs = np.full(grid.shape, MAX_NUM_SEQS + 1)
-    ms = step_ms(dep, grid, seqs, decode_ctx + before, pairs)
+    ms = step_time(dep)(grid, seqs, decode_ctx + before, pairs)
     ok = grid[ms <= target_ms]
     return int(ok.max()) if ok.size else MIN_BUDGET
+
+
+def step_time(dep: Deployment):
+    """The step time (ms) of the lesson's engine: the cost model with async scheduling
+    (sim.timed.timer_for)."""
+    return timer_for(dep, async_scheduling=ASYNC_SCHEDULING)
 
 
 def _config(dep: Deployment, fits: bool, budget: int, **extra):
@@ -145,6 +156,7 @@ def _config(dep: Deployment, fits: bool, budget: int, **extra):
         max_num_batched_tokens=budget,
         num_gpu_blocks=None if fits else FALLBACK_BLOCKS,
         enable_prefix_caching=True,
+        async_scheduling=ASYNC_SCHEDULING,
         **extra,
     )
 
@@ -245,6 +257,11 @@ def run_for(key: tuple, budget: int, preset: str, fixed: bool) -> Run:
     return run_timed(s.config, s.workload, dep)
 
 
+def serve_seqs(gpu: str) -> int:
+    """vLLM's default max_num_seqs for `vllm serve` on a GPU (the runs cap it at MAX_NUM_SEQS)."""
+    return default_batch_limits(gpu, "server", max_model_len=MAX_MODEL_LEN)["max_num_seqs"]
+
+
 def _key(p: Params) -> tuple:
     return (p.gpu, p.model, p.tp, p.dtype)
 
@@ -335,7 +352,7 @@ def build(p: Params) -> Readout:
     runs = [run_for(key, b, p.preset, f) for b, f in both]
     bad, good = (signs(r, p.itl_target_ms) for r in runs)
     fix_budget = budget_for(dep, p.itl_target_ms)
-    decode_ms = step_ms(dep, [MAX_NUM_SEQS], [MAX_NUM_SEQS], [MAX_NUM_SEQS * CONTEXT], None)[0]
+    decode_ms = step_time(dep)([MAX_NUM_SEQS], [MAX_NUM_SEQS], [MAX_NUM_SEQS * CONTEXT], None)[0]
     meets = False  # Dashboard 3's fix meets the target (only its page says so)
     broken = False  # ... and its large budget breaks the ITL target at all
     if p.preset == "budget":
@@ -364,6 +381,8 @@ def build(p: Params) -> Readout:
         big_budget=BIG_BUDGET,
         min_budget=MIN_BUDGET,
         max_num_seqs=MAX_NUM_SEQS,
+        serve_seqs_l4=serve_seqs("L4"),
+        serve_seqs_h100=serve_seqs("H100-SXM"),
         num_gpu_blocks=problem_setup.config.num_gpu_blocks,
         usable_blocks=problem_setup.config.kv_blocks_usable,
         fix_blocks=fix_setup.config.kv_blocks_usable,

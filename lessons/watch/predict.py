@@ -18,16 +18,20 @@ CHOICES = {"waiting_end": "choices"}
 
 @cache
 def answers() -> dict:
-    """The opening run's count, its setting, and the choices (the answer first)."""
+    """The opening run's count, its setting, the estimate a learner can reason out from it
+    (the share of arrivals left over above capacity), and the choices (the answer first)."""
     r = lesson.build(lesson.Params())
     n = r.problem.waiting_end
     words = labels()
     wrong = [0, max(n // 4, 1), 3 * n]
     wrong = [w for w in dict.fromkeys(wrong) if w != n][:3]
     choices = [words["choice"].format(value=v) for v in (n, *wrong)]
+    finished = 100 / r.load_pct  # the share of the arrivals the engine keeps up with
     return {
         "answer": n,
         "requests": r.requests,
         "load_pct": r.load_pct,
+        "finished_pct": finished * 100,
+        "left_over": r.requests * (1 - finished),  # the reasoning's estimate of the queue
         "choices": tuple(choices),
     }

@@ -62,6 +62,8 @@ class Readout(Selection):
     big_budget: int
     min_budget: int
     max_num_seqs: int
+    serve_seqs_l4: int  # vLLM's serve default for max_num_seqs on the L4 (sim.hardware)
+    serve_seqs_h100: int  # ... and on the H100
     num_gpu_blocks: int
     usable_blocks: int  # the blocks that hold tokens: all but the null block
     fix_blocks: int
