@@ -36,7 +36,13 @@ from sim.cost import (
 )
 from sim.hardware import DATA_DIR, get_gpu, gpu_keys
 from sim.models import get_model, linear_shapes, model_keys, weight_read_bytes
-from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
+from tests.apptest_util import (
+    assert_quiz_awards_xp_once,
+    charts,
+    quiz_key,
+    run_page,
+    trace_values,
+)
 
 PAGE = "views/lesson_step_cost.py"
 
@@ -218,7 +224,7 @@ def test_the_bandwidth_at_one_token_is_the_measured_one(gpu):
     told = _said("floor-measured", r)
     assert told.startswith("**Measured:**")
     assert f"**{r.b1_lo_pct:.0f}–{r.b1_hi_pct:.0f}%** of the datasheet bandwidth" in told
-    floor = _said("floor", r)
+    floor = _said("floor-detail", r)  # the Go-deeper aside on the floor (issue 36)
     assert "actually achieves" not in floor
     assert f"{r.stream_pct:.0f}% of its datasheet {r.bw_tbps:.2f} TB/s" in floor
     assert r.stream_pct == pytest.approx(100 * factors_for(get_gpu(gpu)).bw_efficiency)
@@ -236,7 +242,7 @@ def test_the_models_one_token_bandwidth_is_computed_and_below_its_streaming_rate
         expected = bytes_ / (lin1 * 1e-3) / (get_gpu(gpu).bw_tbps * 1e12) * 100
         assert r.model_b1_pct == pytest.approx(expected)
         assert r.model_b1_pct < r.stream_pct  # "a real step streams less well"
-        assert f"**{r.model_b1_pct:.0f}%** of the datasheet bandwidth" in _said("floor", r)
+        assert f"**{r.model_b1_pct:.0f}%** of the datasheet bandwidth" in _said("floor-detail", r)
 
 
 def test_a_gpu_without_profiles_says_its_bandwidth_is_an_estimate():
@@ -477,3 +483,98 @@ def test_the_exercise_says_what_the_profiles_measured():
         )
         return
     pytest.fail("no draw on a GPU with profiles")
+
+
+# -- diagram first (issue 36) ---------------------------------------------------------------------
+def _in_order(node, inside: str = "", out: list | None = None) -> list[tuple[str, str, str, str]]:
+    """Every element of the page in reading order: (kind, key, text, the expander it sits in)."""
+    out = [] if out is None else out
+    kind = type(node).__name__
+    label = str(getattr(node, "label", "") or "")
+    if kind == "Expander":
+        inside = label
+    text = str(node.value) if kind == "Markdown" else label
+    out.append((kind, str(getattr(node, "key", "") or ""), text, inside))
+    for child in getattr(node, "children", {}).values():
+        _in_order(child, inside, out)
+    return out
+
+
+def _elements(at) -> list[tuple[str, str, str, str]]:
+    return [e for e in _in_order(at.main) if e[0] not in ("Block", "Column", "SpecialBlock")]
+
+
+def test_the_page_opens_on_the_curve_with_its_deployment_and_the_steps_tokens(opening):
+    """Title, one sentence, then one row (GPU, model, weights, the step's tokens) over the
+    step-time curve; the other controls come after it, every one still on the page."""
+    seen = _elements(opening)
+    curve = next(i for i, e in enumerate(seen) if e[1] == "cost-curve")
+    said = [e[2] for e in seen[:curve] if e[0] == "Markdown"]
+    assert said == [story.text(TEXT, "title"), story.text(TEXT, "intro")]
+    assert story.text(TEXT, "intro").count(". ") == 0  # one sentence
+    over = [e[1] for e in seen[:curve] if e[1].startswith("w:") and e[1] != "w:present"]
+    assert over == ["w:gpu", "w:model", "w:dtype", "w:cost-tokens"]
+    under = [e[1] for e in seen[curve:] if e[1].startswith("w:")]
+    assert under == ["w:tp", "w:cost-decodes", "w:cost-context"]
+    kv = next(i for i, e in enumerate(seen) if e[2].startswith("### The second read"))
+    assert seen.index(next(e for e in seen if e[1] == "w:tp")) > kv  # under their paragraph
+
+
+def test_the_controls_below_the_curve_still_move_it():
+    at = run_page(PAGE)
+    at.selectbox(key="w:tp").set_value(2).run()
+    at.slider(key="w:cost-decodes").set_value(8).run()
+    r = build(Params(tp=2, decodes=8))
+    assert not at.exception and at.query_params["tp"] == "2"
+    assert at.query_params["cost-decodes"] == "8"
+    marker = trace_values({"data": [charts(at)[0]["data"][-1]]}, "y")[0]
+    assert marker == pytest.approx([r.n_ms, r.n_ms_with_kv])
+    at.select_slider(key="w:cost-tokens").set_value(64).run()  # the row above keeps them
+    assert at.selectbox(key="w:tp").value == 2 and at.slider(key="w:cost-decodes").value == 8
+
+
+def test_questions_sit_next_to_the_chart_that_answers_them(opening):
+    """ "floor" and "slope" open right under the curve's two paragraphs; the others folded by
+    their chart (the KV read under the parts), the seed's round numbers in its Go-deeper."""
+    seen = _in_order(opening.main)
+    where = {key: (i, box) for i, (kind, key, _, box) in enumerate(seen) if kind == "Radio"}
+    curve = next(i for i, e in enumerate(seen) if e[1] == "cost-curve")
+    parts = next(i for i, e in enumerate(seen) if e[1] == "cost-parts")
+    for qid in ("floor", "slope"):
+        at, box = where[quiz_key("step_cost", qid)]
+        assert curve < at < parts and box == ""
+    for qid in ("batching", "tensor_parallel", "fp8"):
+        at, box = where[quiz_key("step_cost", qid)]
+        assert curve < at < parts and box.startswith("Check yourself on this chart")
+    at, box = where[quiz_key("step_cost", "kv_read")]
+    assert at > parts and box.startswith("Check yourself on this chart")
+    topics = story.labels(TEXT, "deeper")
+    assert where[quiz_key("step_cost", "seed_numbers")][1] == f"Go deeper: {topics['seed']}"
+    assert len(where) == len(lesson("step_cost").bank().questions)  # each asked once
+
+
+def test_go_deeper_holds_the_kernels_the_profiles_and_the_round_numbers(opening):
+    r = build(Params())
+    inside: dict[str, list[str]] = {}
+    for kind, _, text, box in _in_order(opening.main):
+        if kind == "Markdown" and box.startswith("Go deeper"):
+            inside.setdefault(box, []).append(text)
+    topics = story.labels(TEXT, "deeper")
+    tiles = ("floor-detail", "floor-measured", "bend", "bend-size")
+    expected = {
+        "tiles": [story.text(TEXT, name, r) for name in tiles],
+        "profile": [story.text(TEXT, "profile-caption", r)],
+        "seed": [story.text(TEXT, "seed", r)],
+    }
+    for key, texts in expected.items():
+        shown = inside[f"Go deeper: {topics[key]}"]
+        assert shown[: len(texts)] == texts, key
+    assert "split-K" in " ".join(expected["tiles"])
+    main = " ".join(
+        t for kind, _, t, box in _in_order(opening.main) if kind == "Markdown" and not box
+    )
+    assert "split-K" not in main and "tiles" not in main and "Vidur" not in main
+    # the floor's numbers stay in the main flow, next to the curve
+    floor = _said("floor", r)
+    assert f"about **{r.weight_read_ms:.1f} ms**" in floor and f"**{r.one_ms:.1f} ms**" in floor
+    assert f"{r.small_per_token_ms:.3f} ms" in floor

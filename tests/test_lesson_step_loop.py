@@ -43,7 +43,13 @@ from sim.kv import cdiv
 from sim.scheduler import run_steps
 from sim.timed import run_timed
 from sim.workload import Workload
-from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
+from tests.apptest_util import (
+    assert_quiz_awards_xp_once,
+    charts,
+    quiz_key,
+    run_page,
+    trace_values,
+)
 
 PAGE = "views/lesson_step_loop.py"
 OWN = {"vllm_defaults": False}
@@ -55,8 +61,9 @@ def _anim(at) -> dict:
     return next(c for c in charts(at) if c.get("frames"))
 
 
-def _still(at) -> dict:
-    return next(c for c in charts(at) if not c.get("frames"))
+def _shown_title(at) -> str:
+    """The step line of the frame the page's one animation opens at (the stepper's step)."""
+    return _title(_anim(at)["data"])
 
 
 def _shows_metrics(at, r) -> bool:
@@ -93,9 +100,9 @@ def test_seed_numbers(default):
     r = default
     assert (r.num_steps, r.preemptions, r.first_preempt_step, r.victim) == (58, 1, 6, "R4")
     assert (r.budget, r.max_num_seqs, r.usable, r.pool_tokens) == (2048, 256, 239, 3824)
-    assert round(r.total_ms) == 4383 and r.max_step == 3
-    assert round(r.max_ms, 1) == 338.7 and round(r.min_ms, 1) == 66.3
-    assert r.real_pool == 1970 and r.fits and not r.limits_refused
+    assert round(r.total_ms) == 456 and r.max_step == 3
+    assert round(r.max_ms, 1) == 43.5 and round(r.min_ms, 1) == 6.4
+    assert r.real_pool == 28327 and r.fits and not r.limits_refused
     assert (r.requests, r.last_arrival, r.long_name, r.long_prompt) == (5, 8, "R3", 2500)
     assert r.frames == r.num_steps and not r.sampled
     # R4 comes back in step 20 with 400 + 1 tokens; with prefix caching on, 22 of its 25 full
@@ -149,6 +156,7 @@ def test_without_a_preemption_the_paragraph_quotes_no_numbers():
 
 PARAMS = [
     Params(),
+    Params(gpu="L4", vllm_defaults=True),  # the L4's own defaults: 2,048 tokens, 256 sequences
     Params(blocks=POOL_MIN),
     Params(**OWN, max_num_batched_tokens=512, max_num_seqs=2, blocks=200),
     Params(gpu="H100-SXM", **OWN, max_num_batched_tokens=8192, max_num_seqs=1024, blocks=900),
@@ -495,15 +503,17 @@ def test_page_runs_and_animates_every_step(opening, default):
 def test_the_animation_opens_at_the_steppers_step(default):
     at = run_page(PAGE, query={"sl-step": "6"})
     assert at.slider(key="sl-step").value == 6
-    anim, still = _anim(at), _still(at)
+    anim = _anim(at)
     assert anim["layout"]["sliders"][0]["active"] == 5
-    assert _title(anim["data"]) == _title(still["data"]) == _title(anim["frames"][5]["data"])
-    assert trace_values(anim, "x")[3] == trace_values(still, "x")[3]  # the batch bars
+    assert anim["layout"]["meta"]["stepper"] == 6  # the arrows are the stepper's
+    assert _title(anim["data"]) == _title(anim["frames"][5]["data"])
+    batch = [*default.replay.tokens[5].tolist(), default.budget - int(default.replay.used[5])]
+    assert list(trace_values(anim, "x")[3]) == batch  # the batch bars of step 6
     told = story.text(STEP_TEXT, "ev-pick", at_step(default, 6))
     assert told in _markdown(at)
     at.button(key="sl-step-next").click().run()
     assert _anim(at)["layout"]["sliders"][0]["active"] == 6
-    assert _title(_still(at)["data"]).startswith("Step 7 of")
+    assert _shown_title(at).startswith("Step 7 of")
 
 
 def test_next_and_previous_move_one_step():
@@ -511,7 +521,7 @@ def test_next_and_previous_move_one_step():
     assert at.slider(key="sl-step").value == 1
     at.button(key="sl-step-next").click().run()
     assert at.slider(key="sl-step").value == 2
-    assert _title(_still(at)["data"]).startswith("Step 2 of")
+    assert _shown_title(at).startswith("Step 2 of")
     at.button(key="sl-step-prev").click().run()
     at.button(key="sl-step-prev").click().run()
     assert at.slider(key="sl-step").value == 1
@@ -541,21 +551,20 @@ def test_the_pool_slider_moves_the_run():
 
 @pytest.mark.parametrize(
     ("key", "value", "field"),
-    [("gpu", "H100-SXM", "gpu"), ("model", "Mistral-7B-v0.3", "model"), ("tp", 2, "tp")],
+    [("gpu", "B200", "gpu"), ("model", "Mistral-7B-v0.3", "model"), ("tp", 2, "tp")],
 )
 def test_the_deployment_prices_the_steps(key, value, field, default):
     at = run_page(PAGE)
     at.selectbox(key=f"w:{key}").set_value(value).run()
     r = build(Params(**{field: value}))
     assert r.max_ms < default.max_ms  # a faster GPU, a smaller model, two GPUs
-    if key != "gpu":  # the same decisions (the pool is the lesson's); a GPU has its own limits
-        assert r.num_steps == default.num_steps
+    assert r.num_steps == default.num_steps  # the same decisions: the limits are the lesson's
     assert _shows_metrics(at, r)
-    assert f"{r.replay.step_ms[0]:.1f} ms" in _title(_still(at)["data"])
+    assert f"{r.replay.step_ms[0]:.1f} ms" in _shown_title(at)
 
 
 def test_fp8_weights_price_the_steps_on_a_gpu_with_fp8(default):
-    at = run_page(PAGE, query={"gpu": "L4"})
+    at = run_page(PAGE)
     at.selectbox(key="w:dtype").set_value("fp8").run()
     r = build(Params(dtype="fp8"))
     assert r.dtype == "FP8" and r.max_ms < default.max_ms
@@ -684,3 +693,111 @@ def test_exercise_is_graded_on_the_page():
 
 def test_names_are_the_scenarios(default):
     assert default.replay.names == NAMES and len(NAMES) == len(REQUESTS) == 5
+
+
+# -- diagram first (issue 36) ---------------------------------------------------------------------
+def _in_order(node, inside: str = "", out: list | None = None) -> list[tuple[str, str, str, str]]:
+    """Every element of the page in reading order: (kind, key, text, the expander it sits in)."""
+    out = [] if out is None else out
+    kind = type(node).__name__
+    label = str(getattr(node, "label", "") or "")
+    if kind == "Expander":
+        inside = label
+    text = str(node.value) if kind == "Markdown" else label
+    out.append((kind, str(getattr(node, "key", "") or ""), text, inside))
+    for child in getattr(node, "children", {}).values():
+        _in_order(child, inside, out)
+    return out
+
+
+def test_the_page_opens_on_the_title_the_key_sentence_and_the_one_picture(opening):
+    """Title, one sentence, the stepper and the animation, nothing else before it; the replay is
+    drawn once (one chart, driven by the stepper)."""
+    assert len(charts(opening)) == 1 and _anim(opening)["layout"]["meta"]["stepper"] == 1
+    seen = [e for e in _in_order(opening.main) if e[0] not in ("Block", "Column", "SpecialBlock")]
+    chart = next(i for i, e in enumerate(seen) if e[1] == "sl-anim")
+    said = [e[2] for e in seen[:chart] if e[0] == "Markdown"]
+    assert said == [story.text(TEXT, "title"), story.text(TEXT, "intro")]
+    assert story.text(TEXT, "intro").count(". ") == 0  # one sentence
+    assert [e[1] for e in seen[:chart] if e[0] in ("Button", "Slider")] == [
+        "sl-step-prev",
+        "sl-step",
+        "sl-step-next",
+    ]
+
+
+def test_questions_sit_next_to_the_picture_that_answers_them(opening):
+    """ "order" and "mid_prompt" are asked open right under the step's story (the picture shows
+    who is served first and R3's prompt read over two steps); the others are folded under the
+    paragraph they test; the practice at the end asks none of them again."""
+    seen = _in_order(opening.main)
+    where = {key: (i, box) for i, (kind, key, _, box) in enumerate(seen) if kind == "Radio"}
+    chart = next(i for i, e in enumerate(seen) if e[1] == "sl-anim")
+    run = next(i for i, e in enumerate(seen) if e[2].startswith("### The run"))
+    for qid in ("order", "mid_prompt"):
+        at, box = where[quiz_key("step_loop", qid)]
+        assert chart < at < run and box == ""
+    folded = {
+        "three_limits": "### Three limits",
+        "shared_wait": "### Three limits",
+        "blocks_run_out": "### When the cache runs dry",
+        "recompute": "### When the cache runs dry",
+        "no_admission": "### When the cache runs dry",
+        "max_model_len": "### When the cache runs dry",
+    }
+    for qid, heading in folded.items():
+        at, box = where[quiz_key("step_loop", qid)]
+        above = next(e[2] for e in reversed(seen[:at]) if e[2].startswith("### "))
+        assert above.startswith(heading) and box.startswith("Check yourself on this chart"), qid
+    assert len(where) == len(lesson("step_loop").bank().questions)  # each asked once
+
+
+def test_go_deeper_holds_async_the_loop_and_what_comes_back(opening, default):
+    """The asides left the main flow but not the page: each folded section says its text."""
+    inside: dict[str, list[str]] = {}
+    for kind, _, text, box in _in_order(opening.main):
+        if kind == "Markdown" and box.startswith("Go deeper"):
+            inside.setdefault(box, []).append(text)
+    topics = story.labels(TEXT, "deeper")
+    expected = {
+        "async": [story.text(TEXT, "mode", default), story.text(TEXT, "compare", default)],
+        "recompute": [story.text(TEXT, "recompute", default)],
+        "loop": [story.text(TEXT, "loop", default)],
+    }
+    for key, texts in expected.items():
+        assert inside[f"Go deeper: {topics[key]}"] == texts, key
+    seen = _in_order(opening.main)
+    main = " ".join(t for kind, _, t, box in seen if kind == "Markdown" and not box)
+    assert "Scheduling mode" not in main and "--kv-offloading-size" not in main
+
+
+def test_the_run_is_the_courses_cast_and_says_why_it_differs(opening, default):
+    """H100-SXM and Llama-3.1-8B as every lesson; the budget below vLLM's default on this GPU
+    and the synchronous scheduler are the lesson's own, each said with its reason."""
+    assert (default.gpu, default.model) == ("H100-SXM", "Llama-3.1-8B")
+    assert not default.async_scheduling and default.budget < default.vllm_budget
+    said = " ".join(_markdown(opening).split())
+    assert "The **synchronous** scheduler, not vLLM's default async one" in said
+    assert f"below vLLM's default here ({default.vllm_budget:,})" in said
+    assert at_step(default, 3).mid_names == default.long_name  # read in slices, as said
+    on = build(Params(**ASYNC))
+    assert "The **async** scheduler, vLLM's default" in story.text(TEXT, "cast", on)
+    vllms = build(Params(vllm_defaults=True))
+    assert not vllms.budget_below_default
+    assert "below vLLM's default" not in story.text(TEXT, "scenario", vllms)
+
+
+def test_what_is_taught_about_preemption_stays_true(default):
+    """Issue 36: by default a victim is recomputed (CPU KV offloading can bring blocks back),
+    and the victim is the request admitted or readmitted last, not "the newest"."""
+    bank = lesson("step_loop").bank()
+    quiz = " ".join(" ".join([q.prompt, *q.choices, q.explanation]) for q in bank.questions)
+    for text in (quiz, TEXT.read_text(), STEP_TEXT.read_text()):
+        assert "only recomputes" not in text and "never copies" not in text
+        assert "newest" not in text and "always recomputes" not in text
+    for qid in ("blocks_run_out", "recompute"):
+        assert "--kv-offloading-size" in bank.question(qid).explanation
+    assert "admitted or readmitted last" in bank.question("blocks_run_out").correct_choice
+    said = " ".join(story.text(TEXT, "preemption", default).split())
+    assert "the one admitted or readmitted last" in said and "By default" in said
+    assert "`--kv-offloading-size`" in story.text(TEXT, "recompute", default)

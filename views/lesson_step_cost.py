@@ -1,4 +1,8 @@
-"""Lesson page "Why a step costs what it costs": controls -> build -> Readout -> charts, text."""
+"""Lesson page "Why a step costs what it costs": the title and the key sentence, the deployment
+and the step's tokens in one row over the step-time curve, the floor and the slope beside it
+with the questions the curve answers; then the running decodes (their controls, the KV read and
+the parts of the step) and the step growing (an animation). Tiles and split-K, the measured
+kernels and the back-of-the-envelope check are folded "Go deeper" asides."""
 
 import streamlit as st
 
@@ -6,6 +10,8 @@ from lessons.step_cost import figures
 from lessons.step_cost.lesson import PREFIX, Params, build
 from ui.lesson_page import LessonPage
 
+TOP = ("gpu", "model", "dtype", "tokens")  # over the curve: what it is drawn for, and the step
+BELOW = ("tp", "decodes", "context_tokens")  # with the KV read they change
 page = LessonPage("step_cost", Params, PREFIX)
 readout = st.cache_resource(build, show_spinner=False, max_entries=256)
 
@@ -14,19 +20,35 @@ page.say(None, "title", "intro")
 
 @st.fragment
 def lab() -> None:
-    p = page.controls([["gpu", "model", "dtype", "tp"], ["tokens", "decodes", "context_tokens"]])
+    # Two rows of controls, one over the curve and one under it; each call keeps the other's
+    # values (the upcoming ones: kept, else from the link, else the default).
+    top = page.controls([list(TOP)], fixed={n: page.upcoming(n) for n in BELOW})
+    curve, second = st.container(), st.container()
+    p = page.controls([list(BELOW)], fixed={n: getattr(top, n) for n in TOP})
     r = readout(p)
-    page.warn(r, "no-fit", icon=":material/memory:")
+    with curve:
+        page.chart(figures.curve(r), r, "curve")
+        page.warn(r, "no-fit", icon=":material/memory:")
+        page.metrics(r)
+        page.say(r, "floor", "slope", "bend-moe")
+        page.ask("floor", "slope")
+        page.ask("batching", "tensor_parallel", "fp8", folded=True)
+        with page.deeper("tiles"):
+            page.say(r, "floor-detail", "floor-measured", "bend", "bend-size")
+        with page.deeper("profile"):
+            page.say(r, "profile-caption")
+    with second:
+        page.say(r, "kv")
     page.warn(r, "kv-too-big", icon=":material/memory:")
-    page.metrics(r)
-    page.say(r, "numbers-caption")
-    page.chart(figures.curve(r), r, "curve")
-    page.say(r, "profile-caption", "floor", "floor-measured", "bend", "bend-size", "bend-moe")
-    page.say(r, "slope", "kv", "parts", "parts-bound")
+    page.say(r, "parts-bound")
     page.chart(figures.parts(r), r, "parts")
+    page.ask("kv_read", folded=True)
     page.say(r, "anim")
     page.chart(figures.growing(r), r, "anim")
-    page.say(r, "seed", "takeaway")
+    page.say(r, "takeaway")
+    with page.deeper("seed"):
+        page.say(r, "seed")
+        page.ask("seed_numbers")
 
 
 lab()

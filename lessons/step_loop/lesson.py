@@ -7,9 +7,12 @@ each frame draws, and `at_step` tells one step in the order of the loop. The rep
 prefix caching off; `with_caching` replays it with caching on (vLLM's default) to count what a
 preempted request finds in the cache when it comes back.
 
-The replay runs vLLM's synchronous scheduler unless the learner switches on async scheduling
-(SCHEDULER.md g); either way `compare_modes` runs the other mode too, so the text can say where
-the two part (a finished request frees its blocks and its seat one step later under async).
+The lesson opens on the course's deployment (H100-SXM, Llama-3.1-8B) with two settings of its
+own, each said on the page with its reason: a token budget of 2,048 (vLLM's default on smaller
+GPUs; the H100's is 8,192), so the long document is read over two steps, and vLLM's synchronous
+scheduler, so each turn runs in the loop's plain order. Async scheduling (SCHEDULER.md g) is a
+switch; either way `compare_modes` runs the other mode too, so the text can say where the two
+part (a finished request frees its blocks and its seat one step later under async).
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ BEFORE_S = 1e-9  # an arrival just before its step starts
 class Params(limits.Limits, shared.Deployment):
     """Everything the lesson's controls set."""
 
-    gpu: str = shared.gpu("L4")
+    # The budget splits the long document over steps: the lesson's own limits, not the H100's.
+    vllm_defaults: bool = limits.vllm_defaults(False)
     blocks: int = control(
         240,
         Integer(
@@ -203,6 +207,7 @@ def build(p: Params) -> Readout:
     """The replay and every number the page quotes, for one selection."""
     gpu = get_gpu(p.gpu)
     budget, asked = limits.effective_for(p)
+    vllm_budget, vllm_seqs = limits.effective(p.gpu, True, budget, asked)
     seqs = min(asked, budget)  # vLLM refuses a budget below max_num_seqs (limits_refused)
     cfg = config(p.blocks, budget, seqs, async_scheduling=p.async_scheduling)
     dep = Deployment(gpu=p.gpu, model=p.model, tp=p.tp, dtype=p.dtype)
@@ -227,6 +232,9 @@ def build(p: Params) -> Readout:
         **selection(p, dtype=p.dtype),
         **used_limits(p, budget, seqs),
         asked_seqs=asked,
+        vllm_budget=vllm_budget,
+        vllm_seqs=vllm_seqs,
+        budget_below_default=budget < vllm_budget,
         limits_refused=asked > budget,
         blocks=p.blocks,
         block_size=cfg.block_size,

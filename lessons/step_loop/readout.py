@@ -45,6 +45,9 @@ class Replay:
 class Readout(UsedLimits, Selection):
     # the selection and the limits the run used
     asked_seqs: int  # max_num_seqs as set (the run uses at most the budget)
+    vllm_budget: int  # vLLM's defaults for this GPU (what the lesson's own limits stand beside)
+    vllm_seqs: int
+    budget_below_default: bool  # the run's budget is below vLLM's default for this GPU
     limits_refused: bool  # budget below max_num_seqs: vLLM refuses, the run lowers max_num_seqs
     # the KV pool
     blocks: int
