@@ -77,9 +77,9 @@ def curve(r: Readout) -> dict:
     hover = words["curve-hover"]
     data = [
         line(
-            xs, r.prompt_only.step_ms.tolist(), words["prompt-only"], "decode", hovertemplate=hover
-        ),
-        line(xs, r.with_kv.step_ms.tolist(), kv_name, "prefill", dash="dash", hovertemplate=hover),
+            xs, r.prompt_only.step_ms.tolist(), words["prompt-only"], "prefill", hovertemplate=hover
+        ),  # prompt tokens are the prefill colour on every chart; the decodes' KV reads, kv's
+        line(xs, r.with_kv.step_ms.tolist(), kv_name, "kv", dash="dash", hovertemplate=hover),
         line(
             [xs[0], xs[-1]],
             [r.weight_read_ms] * 2,
@@ -193,7 +193,7 @@ def growing(r: Readout) -> dict:
         r.prompt_only.tokens.tolist(),
         y_all.tolist(),
         words["step-time"],
-        "decode",
+        "prefill",
         showlegend=False,
     )
     low, high = np.log10(float(y_all.min()) * 0.7), np.log10(float(y_all.max()) * 1.5)
