@@ -147,3 +147,32 @@ def test_a_long_nickname_is_cut_and_an_empty_code_is_asked_for():
     student.text_input(key="class-nick").input("A" * 40)
     student.button[0].click().run()
     assert f"You are **{'A' * MAX_NICKNAME}**" in _texts(student)
+
+
+def _texts_of(elements) -> str:
+    return "\n".join(e.value for e in elements)
+
+
+def test_an_unusable_progress_path_is_one_plain_message_not_a_traceback(tmp_path, monkeypatch):
+    """Issue 37: with STEPWISE_PROGRESS_DB under a file, opening a room (or a room's link)
+    raised StorePathError on screen. Now one plain-text message says why, the page stays up
+    with a way to Practice, and a room whose database goes away mid-class says so too."""
+    teacher, code = _teacher()  # a room, on the working database
+    blocker = tmp_path / "[x](e.x)"
+    blocker.write_text("a file, not a folder")
+    monkeypatch.delenv("STEPWISE_DATABASE_URL")  # tests/conftest.py sets it; the path then counts
+    monkeypatch.setenv("STEPWISE_PROGRESS_DB", str(blocker / "progress.db"))
+    for query in ({}, {"room": code}, {"room": "ZZZZZ"}):
+        at = run_page(PAGE, query=query)
+        assert not at.exception, [e.value for e in at.exception]
+        errors = [e.value for e in at.main.error]
+        assert len(errors) == 1, (query, errors, [w.value for w in at.warning])
+        message = " ".join(errors[0].split())
+        assert "cannot be created" in message and "not a folder" in message
+        assert "](" not in message  # the path is plain text
+        assert [link.proto.page for link in at.get("page_link")] == ["practice"]
+    lesson_page = run_page("views/lesson_watch.py", query={"wch-room": code}, timeout=180)
+    assert not lesson_page.exception  # a lesson following the room asks as usual
+    teacher.run()  # the host's room, its database gone mid-class
+    assert not teacher.exception, [e.value for e in teacher.exception]
+    assert "cannot be created" in " ".join(_texts_of(teacher.main.error).split())

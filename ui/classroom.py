@@ -14,8 +14,10 @@ from __future__ import annotations
 import datetime as dt
 import io
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import segno
+import sqlalchemy as sa
 import streamlit as st
 
 from lessons.course import Lesson, lesson, lessons
@@ -24,6 +26,7 @@ from lessons.kit.controls import shown
 from lessons.kit.figures import axis, bars
 from lessons.quiz.bank import Question
 from lessons.quiz.rooms import CLOSE_AFTER_S, CODE_LEN, RoomError, clean_code
+from lessons.quiz.store import StorePathError
 from lessons.text import section
 from ui import class_reveal, present
 from ui.charts import show
@@ -34,6 +37,8 @@ HOSTED = "class-hosted"  # session: {room code: host token}
 REFRESH_S = 1.0  # the instructor's chart
 STUDENT_REFRESH_S = 2.0  # a student's page: a class of 30 polls 15 times a second in all
 HOURS = CLOSE_AFTER_S // 3600
+DOWN = "class-down"  # session: the database refused a button (its message, plain text)
+QR_PX = 200  # the QR code on the host's screen: beside the chart, on a 720-line projector
 
 
 def say(name: str, **values) -> None:
@@ -42,6 +47,16 @@ def say(name: str, **values) -> None:
 
 def words(name: str, **values) -> str:
     return section(TEXT, name, {"hours": HOURS, **values})
+
+
+def trouble(exc: Exception) -> str:
+    """One plain-text message for a progress database the class quiz cannot use (rooms,
+    rounds and answers live there): a path to fix, or a database that does not answer."""
+    if isinstance(exc, StorePathError):
+        values = {"path": shown(exc.path, limit=200), "reason": shown(exc.reason, limit=200)}
+        return words("store-path", **values)
+    first = (str(exc) or type(exc).__name__).splitlines()[0]
+    return words("store-down", reason=shown(first, limit=200))
 
 
 def hosted() -> dict[str, str]:
@@ -123,22 +138,33 @@ def answers_figure(q: Question, counts: dict[str, int], number: int, reveal: boo
     label = story.labels(TEXT)
     choices = list(q.shown_choices)
     role = ["healthy" if reveal and c == q.correct_choice else "primary" for c in choices]
-    data = [
-        bars([counts.get(c, 0)], [c], c, r, horizontal=True, showlegend=False)
+    data = [  # each bar carries its count, just past its end (0 at the axis)
+        bars([counts.get(c, 0)], [c], c, r, horizontal=True, showlegend=False,
+             text=[counts.get(c, 0)], textposition="outside", cliponaxis=False)
         for c, r in zip(choices, role, strict=True)
-    ]
+    ]  # fmt: skip
+    top = max(counts.values(), default=0)
     layout = {
         "title": {"text": f"Question {number}"},
-        "height": 120 + 60 * len(choices),
-        "xaxis": axis(label["students"], rangemode="tozero", dtick=1),
+        "height": 90 + 45 * len(choices),
+        "xaxis": axis(label["students"], range=[0, max(1, top) * 1.15], dtick=max(1, top // 8)),
         "yaxis": axis(label["choice"], autorange="reversed", automargin=True),
-        "margin": {"l": 40, "r": 30, "t": 60, "b": 60},
+        "margin": {"l": 40, "r": 30, "t": 50, "b": 50},
     }
     return {"data": data, "layout": layout}
 
 
 def closes_at(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%H:%M")
+    """The closing time in the viewer's time zone (the browser's, st.context), else UTC."""
+    when = dt.datetime.fromtimestamp(ts, dt.UTC)
+    try:
+        return when.astimezone(ZoneInfo(st.context.timezone or "")).strftime("%H:%M")
+    except (ZoneInfoNotFoundError, ValueError):
+        pass
+    offset = st.context.timezone_offset  # minutes, as JavaScript's getTimezoneOffset()
+    if isinstance(offset, int):
+        return when.astimezone(dt.timezone(dt.timedelta(minutes=-offset))).strftime("%H:%M")
+    return words("utc-time", time=when.strftime("%H:%M"))
 
 
 def room_lesson(code: str) -> Lesson | None:
@@ -148,38 +174,60 @@ def room_lesson(code: str) -> Lesson | None:
 
 # -- the instructor ---------------------------------------------------------------------------
 def host_view(code: str, token: str) -> None:
+    """The room on one 1280x720 screen: the round, its chart and buttons on the left; the
+    room's code, join link and QR code on the right."""
     room = rooms().room(code)
     taught = lesson(room.lesson)
-    say("host-title", code=code)
-    left, right = st.columns([3, 1])
-    with left:
+    left, right = st.columns([3, 1], gap="medium")
+    with right:
+        say("host-title", code=code)
         say("host-join", link=join_link(code), code=code)
+        with st.container(key="class-qr"):
+            scan = words("qr-caption", code=code)
+            st.image(qr_png(join_link(code)), caption=scan, alt=scan, width=QR_PX)
         if st.session_state.pop("class-host-link", None) == code:
             host_link = f"{join_link(code)}&host={token}"
             # folded: this screen goes on the projector, and the link makes its holder the host
             with st.expander(words("host-link-title"), expanded=False):
                 st.caption(words("host-link", host_link=host_link))
-    with right, st.container(key="class-qr"):
-        scan = words("qr-caption", code=code)
-        st.image(qr_png(join_link(code)), caption=scan, alt=scan, width="stretch")
-    live_round(code, token, taught, room.closes_at)
+    with left:
+        live_round(code, token, taught, room.closes_at)
 
 
 def _act(action, *args) -> None:
-    """on_click of a host button: do it; a refusal (RoomError) is shown, never raised."""
+    """on_click of a host button: do it; a refusal (RoomError) or a database that cannot be
+    used is shown, never raised."""
     try:
         action(*args)
     except RoomError as exc:
         st.session_state["class-refused"] = str(exc)
+    except sa.exc.SQLAlchemyError as exc:
+        st.session_state[DOWN] = trouble(exc)
+
+
+def _problems() -> None:
+    """What a button of this session ran into at its last press (plain text)."""
+    refused = st.session_state.pop("class-refused", None)
+    if refused:
+        st.warning(words("refused", problem=shown(refused, limit=120)))
+    down = st.session_state.pop(DOWN, None)
+    if down:
+        st.error(down)
 
 
 @st.fragment(run_every=REFRESH_S)
 def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
-    """The current round, its answers as they come in, and the host's buttons."""
+    """The current round, its answers as they come in, and the host's buttons; a database that
+    stops answering is one message here, and the round comes back when it answers again."""
+    _problems()
+    try:
+        _live_round(code, token, taught, closes)
+    except sa.exc.SQLAlchemyError as exc:
+        st.error(trouble(exc))
+
+
+def _live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
     r = rooms()
-    refused = st.session_state.pop("class-refused", None)
-    if refused:
-        st.warning(words("refused", problem=shown(refused, limit=120)))
     members = r.num_members(code)
     name = "host-members-one" if members == 1 else "host-members"
     say(name, members=members, lesson=taught.title, closes=closes_at(closes))
@@ -187,12 +235,30 @@ def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
     current = r.current(code)
     asked = set(r.asked(code))
     left = [q for q in bank if q.id not in asked]
+    q = None if current is None else next(x for x in bank if x.id == current.question)
     if current is None:
         say("host-none")
     else:
-        q = next(x for x in bank if x.id == current.question)
-        counts = r.counts(code, current.number)
         st.markdown(f"**{current.number}.** {q.prompt}")
+    # the buttons above the chart: on the first screen whatever the question's length
+    with st.container(horizontal=True, key="class-controls"):
+        if current is not None and not current.revealed:
+            st.button(words("host-reveal"), key="class-reveal", type="primary",
+                      on_click=_act, args=(r.reveal, code, token, current.number))  # fmt: skip
+        elif left:
+            st.button(words("host-next"), key="class-next", type="primary",
+                      on_click=_act, args=(r.push, code, token, left[0].id))  # fmt: skip
+        if current is not None and current.revealed and q.computed:
+            run = st.button(words("host-run", lesson=taught.title), key="class-run",
+                            icon=":material/play_arrow:")  # fmt: skip
+            if run:
+                present.turn_on()  # a link's present=1 is read only by a new session
+                class_reveal.forget(taught.prefix)  # the lesson reads the room afresh
+                st.switch_page(taught.page, query_params=class_reveal.link_params(taught, code))
+    if (current is None or current.revealed) and not left:
+        say("host-done")
+    if current is not None:
+        counts = r.counts(code, current.number)
         alt = words("alt-answers", number=current.number, answered=sum(counts.values()))
         show(answers_figure(q, counts, current.number, current.revealed), alt=alt,
              key=f"class-answers-{current.number}")  # fmt: skip
@@ -202,20 +268,6 @@ def live_round(code: str, token: str, taught: Lesson, closes: float) -> None:
             st.markdown(q.explanation)
             if q.computed:
                 say("host-predict")
-                if st.button(words("host-run", lesson=taught.title), key="class-run",
-                             icon=":material/play_arrow:"):  # fmt: skip
-                    present.turn_on()  # a link's present=1 is read only by a new session
-                    class_reveal.forget(taught.prefix)  # the lesson reads the room afresh
-                    st.switch_page(taught.page, query_params=class_reveal.link_params(taught, code))
-        else:
-            st.button(words("host-reveal"), key="class-reveal", type="primary",
-                      on_click=_act, args=(r.reveal, code, token, current.number))  # fmt: skip
-    if current is None or current.revealed:
-        if left:
-            st.button(words("host-next"), key="class-next", type="primary",
-                      on_click=_act, args=(r.push, code, token, left[0].id))  # fmt: skip
-        else:
-            say("host-done")
     board = r.leaderboard(code)
     if board:
         say("leaderboard")
@@ -252,14 +304,22 @@ def _send(code: str, number: int, q: Question, key: str) -> None:
         rooms().answer(code, number, learner_id(), choice, correct, options=q.shown_choices)
     except RoomError as exc:
         st.session_state["class-refused"] = str(exc)
+    except sa.exc.SQLAlchemyError as exc:
+        st.session_state[DOWN] = trouble(exc)
 
 
 @st.fragment(run_every=STUDENT_REFRESH_S)
 def student_round(code: str, me: str, taught: Lesson) -> None:
+    """A student's round; a database that stops answering is one message, until it answers."""
+    _problems()
+    try:
+        _student_round(code, me, taught)
+    except sa.exc.SQLAlchemyError as exc:
+        st.error(trouble(exc))
+
+
+def _student_round(code: str, me: str, taught: Lesson) -> None:
     r = rooms()
-    refused = st.session_state.pop("class-refused", None)
-    if refused:
-        st.warning(words("refused", problem=shown(refused, limit=120)))
     current = r.current(code)
     if current is None:
         say("student-wait")
@@ -286,23 +346,34 @@ def student_round(code: str, me: str, taught: Lesson) -> None:
 
 
 def page() -> None:
-    """The whole page: a room from the link (as its host or as a student), else the forms."""
-    say("title")
-    say("intro")
-    take_host_link()
-    raw = st.query_params.get("room")
-    if raw is None:
-        open_or_join(st.query_params.get("lesson"))
+    """The whole page: a room from the link (as its host or as a student), else the forms.
+    A progress database the page cannot use is one plain-text message, never a traceback."""
+    try:
+        take_host_link()
+        raw = st.query_params.get("room")
+        code = None if raw is None else clean_code(raw)
+        r = rooms()  # the database opens here: a path it cannot use fails at once
+        room = r.room(code) if code else None
+    except sa.exc.SQLAlchemyError as exc:
+        say("title")
+        st.error(trouble(exc))
+        st.page_link("views/practice.py", label=words("store-practice"), icon=":material/quiz:")
         return
-    code = clean_code(raw)
-    room = rooms().room(code) if code else None
-    if code is None or room is None or room.closed(dt.datetime.now(dt.UTC).timestamp()):
-        name = "bad-code" if code is None else "no-room"
-        st.warning(words(name, code=shown(raw, limit=2 * CODE_LEN)))
-        open_or_join(None)
-        return
-    token = hosted().get(code)
-    if token is not None:
-        host_view(code, token)
-    else:
-        student_view(code)
+    is_open = room is not None and not room.closed(dt.datetime.now(dt.UTC).timestamp())
+    token = hosted().get(code) if is_open else None
+    if token is None:  # the host's screen is the room alone: one screen on a projector
+        say("title")
+        say("intro")
+    try:
+        if raw is None:
+            open_or_join(st.query_params.get("lesson"))
+        elif not is_open:
+            name = "bad-code" if code is None else "no-room"
+            st.warning(words(name, code=shown(raw, limit=2 * CODE_LEN)))
+            open_or_join(None)
+        elif token is not None:
+            host_view(code, token)
+        else:
+            student_view(code)
+    except sa.exc.SQLAlchemyError as exc:
+        st.error(trouble(exc))

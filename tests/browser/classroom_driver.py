@@ -37,20 +37,23 @@ def open_class(
     n: int,
     lesson: str = "step_loop",
     student_urls: list[str] | None = None,
+    teacher: dict | None = None,
 ) -> Class:
     """The instructor opens a room on `url`; student i joins on student_urls[i % len] (several
-    app servers sharing one database), by default on `url` too."""
-    teacher = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    app servers sharing one database), by default on `url` too. `teacher`: the instructor's
+    browser context options (a viewport, a timezone_id), over a 1280x900 window."""
+    options = {"viewport": {"width": 1280, "height": 900}, **(teacher or {})}
+    host = browser.new_context(**options).new_page()
     for base in dict.fromkeys([url, *(student_urls or [])]):
         # a fresh server shows "Page not found" on a deep link before any session has run
         # st.navigation (streamlit/streamlit#9992): open each server's start page once
-        teacher.goto(base)
-        _ready(teacher)
-    teacher.goto(f"{url}/class?lesson={lesson}")
-    _ready(teacher)
-    teacher.get_by_role("button", name="Open a room").click()
-    teacher.wait_for_function("() => location.search.includes('room=')", timeout=30_000)
-    code = teacher.evaluate("() => new URL(location.href).searchParams.get('room')")
+        host.goto(base)
+        _ready(host)
+    host.goto(f"{url}/class?lesson={lesson}")
+    _ready(host)
+    host.get_by_role("button", name="Open a room").click()
+    host.wait_for_function("() => location.search.includes('room=')", timeout=30_000)
+    code = host.evaluate("() => new URL(location.href).searchParams.get('room')")
     students = []
     for i in range(n):
         page = browser.new_context(viewport={"width": 420, "height": 900}).new_page()
@@ -61,7 +64,7 @@ def open_class(
         page.get_by_role("button", name="Join").click(timeout=WAIT_MS)
         page.get_by_text(f"You are student {i}").wait_for(timeout=WAIT_MS)
         students.append(page)
-    return Class(teacher, students, code)
+    return Class(host, students, code)
 
 
 def _chart_count(c: Class) -> int:

@@ -91,3 +91,34 @@ def test_after_a_revealed_prediction_the_lesson_opens_answered_and_plays(
     )
     for page in (teacher, *c.students):
         page.context.close()
+
+
+def test_running_a_prediction_in_the_lesson_throws_nothing(browser: Browser, app_url: str):
+    """Issue 37: during Run it in "lesson" the host's page threw "Cannot set properties of
+    undefined (setting '_currentFrame')" ten times and more. Streamlit redraws a playing chart
+    (Plotly.react with its frames: here at a window resize, as a projector's resolution is
+    set) and Plotly starts a new animation state without stopping the play on the old one;
+    once the chart is removed (back to the room), that play threw at every frame it had left.
+    Every console error and page error of the whole flow is collected: none."""
+    c = open_class(browser, app_url, 1, lesson="watch")
+    errors: list[str] = []
+    c.teacher.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    c.teacher.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    asked = lesson("watch").bank().questions[0]
+    assert run_round(c, pick=asked.shown_choices.index(asked.correct_choice)) == 1
+    teacher = c.teacher
+    teacher.set_viewport_size({"width": 1280, "height": 720})
+    teacher.wait_for_function(READY, timeout=60_000)
+    teacher.get_by_role("button", name=f"Run it in “{lesson('watch').title}”").click()
+    expect(teacher.get_by_text("Your class: 1 of 1")).to_be_visible(timeout=120_000)
+    teacher.wait_for_function(PLAYING, timeout=60_000)
+    teacher.set_viewport_size({"width": 1024, "height": 768})  # redrawn while it plays
+    teacher.wait_for_timeout(1500)
+    teacher.get_by_role("link", name=f"Back to room {c.code}").click()
+    expect(teacher.get_by_role("button", name="Ask the next question")).to_be_visible(
+        timeout=60_000
+    )
+    teacher.wait_for_timeout(4000)  # the frames the old play had left
+    assert errors == []
+    for page in (teacher, *c.students):
+        page.context.close()
