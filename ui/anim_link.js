@@ -126,8 +126,29 @@
   // then a new object), it starts again, at most 3 times. A click or a key of the viewer's
   // ends it too: from then on what plays is theirs.
   const autoplays = new Map(); // token: { done, tries, at, state }
+  function stopReplaced() {
+    // Plotly.react with frames (Streamlit redrawing a chart, e.g. at a resize) gives the chart
+    // a new animation state without stopping a play running on the old one, which then goes
+    // on drawing old frames and, once the chart is removed, throws "Cannot set properties of
+    // undefined (setting '_currentFrame')" at every frame it had left: stop that play.
+    const P = window.Plotly;
+    if (P.__stepwiseReact) return;
+    P.__stepwiseReact = true;
+    const react = P.react;
+    P.react = function (gd) {
+      const old = gd && gd._transitionData;
+      const done = react.apply(this, arguments);
+      if (old && old !== gd._transitionData && old._animationRaf) {
+        window.cancelAnimationFrame(old._animationRaf);
+        old._animationRaf = null;
+        if (old._frameQueue) old._frameQueue.length = 0;
+      }
+      return done;
+    };
+  }
   function autoplay() {
     if (!window.Plotly) return;
+    stopReplaced();
     for (const gd of document.querySelectorAll("[data-testid=stPlotlyChart] .js-plotly-plot")) {
       const token = gd.layout && gd.layout.meta && gd.layout.meta.play;
       if (!token || !animated(gd) || !gd._fullLayout.sliders) continue;
@@ -189,11 +210,51 @@
     else i = tops.findLastIndex(function (t) { return line - 24 > t; });
     if (i >= 0) heads[i].scrollIntoView({ block: "start" });
   }
+  // A toggle or a radio choice clicked takes the focus (Streamlit's switches focus their input
+  // after the click, with no change event), and its keys are not the page's: Space on a focused
+  // switch switches it again (the presenter toggle went off at the Space meant to play). A click
+  // on one hands the keys back to the page; a control reached with Tab keeps the focus, for the
+  // keyboard's own use (and the keys below still pass it N, P and, presenting, Space).
+  let clickedAt = -Infinity;
+  document.addEventListener("pointerdown", function () { clickedAt = Date.now(); }, true);
+  document.addEventListener(
+    "focusin",
+    function (event) {
+      const box = event.target;
+      if (!box.matches || !box.matches("input[type=checkbox], input[type=radio]")) return;
+      if (1000 > Date.now() - clickedAt) {
+        window.setTimeout(function () { if (document.activeElement === box) box.blur(); }, 0);
+      }
+    },
+    true
+  );
+  function presenting() {
+    return new URL(window.location.href).searchParams.get("present") === "1";
+  }
+  // Which keys a focused control keeps: what is typed into a field, all of them; a slider (a
+  // range input, Streamlit's sliders) its arrows and the like, so it still moves, but not N, P
+  // and Space; a radio its arrows and Space. A switch (a toggle, a checkbox) keeps Space except
+  // while presenting, where Space plays and Enter switches it.
+  const SLIDER_KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
+  function keptBy(control, event) {
+    if (!control) return false;
+    const type = control.tagName === "INPUT" ? control.type : "";
+    if (type === "range" || control.getAttribute("role") === "slider") return SLIDER_KEYS.includes(event.key);
+    if (type === "radio") return SLIDER_KEYS.includes(event.key) || event.key === " ";
+    if (type === "checkbox") return event.key === " " && !presenting();
+    return true;
+  }
   document.addEventListener(
     "keydown",
     function (event) {
-      const typing = event.target.closest && event.target.closest("input, textarea, select, [contenteditable=true], [role=slider]");
-      if (typing || event.altKey || event.ctrlKey || event.metaKey) return;
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      const control = event.target.closest && event.target.closest("input, textarea, select, [contenteditable=true], [role=slider]");
+      if (keptBy(control, event)) return;
+      if (control && control.type === "checkbox" && event.key === "Enter" && presenting()) {
+        control.click(); // presenting, Enter switches a focused toggle (Space plays)
+        event.preventDefault();
+        return;
+      }
       const letter = event.key.length === 1 ? event.key.toLowerCase() : ""; // N as n (Shift, Caps Lock)
       if (letter === "n" || letter === "p") {
         toSection(letter === "n" ? 1 : -1);

@@ -38,6 +38,14 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stMain"] button[data-testid^="stBaseButton"] p { font-size: 1.1rem; }
 [data-testid="stMain"] [data-testid="stSliderThumbValue"] { font-size: 1.05rem; }
 [data-testid="stMain"] [data-testid="stTable"] :is(th, td) { font-size: 1.15rem; }
+[data-testid="stMain"] [data-testid="stSliderTickBar"] p { font-size: 1.05rem; }
+[data-testid="stMain"] [data-testid^="stPageLink"] p { font-size: 1.2rem; }
+[data-testid="stMain"] [data-testid="stExpander"] summary p { font-size: 1.2rem; }
+[data-testid="stMain"] [data-testid="stTab"] p { font-size: 1.2rem; }
+[data-testid="stMain"] [role="tablist"] { flex-wrap: wrap; row-gap: 0.25rem; }
+[data-testid="stMain"] button kbd { font-size: 1em; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] code { font-size: 1em; }
+[data-testid="stMain"] .stepwise-export button { font-size: 1rem !important; }
 </style>"""
 
 
