@@ -85,8 +85,15 @@ def test_presenter_mode_on_a_projector(small: Page, app_url: str, shots):
         timeout=15_000,
     )
     space_plays_and_pauses(page, ANIM, reach=3)
-    # N brings the next heading to the top, P goes back
+    # N brings the next heading to the top, P goes back: from just above the first heading, whose
+    # followers have a page below them to scroll to (the lesson ends soon after its last chart)
     heads = "[data-testid=stMain] h2, [data-testid=stMain] h3"
+    page.evaluate(
+        "s => { document.querySelector(s).scrollIntoView();"
+        " document.querySelector('[data-testid=stMain]').scrollBy(0, -200); }",
+        heads,
+    )
+    page.wait_for_timeout(600)
     top = "s => [...document.querySelectorAll(s)].map(h => h.getBoundingClientRect().top | 0)"
     line = page.evaluate(
         "() => document.querySelector('[data-testid=stHeader]').getBoundingClientRect().bottom"
