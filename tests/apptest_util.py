@@ -108,3 +108,25 @@ def download_data(button) -> bytes:
         except Exception:  # another run's storage
             continue
     raise AssertionError(f"no stored file for {button.proto.url}")
+
+
+def in_order(node, inside: str = "", out: list | None = None) -> list[tuple[str, str, str, str]]:
+    """Every element of an AppTest tree in reading order: (kind, key, text, the label of the
+    expander it sits in), for tests of where a lesson draws what (issue 36: diagram first)."""
+    out = [] if out is None else out
+    kind = type(node).__name__
+    label = str(getattr(node, "label", "") or "")
+    if kind == "Expander":
+        inside = label
+    text = str(node.value) if kind == "Markdown" else label
+    out.append((kind, str(getattr(node, "key", "") or ""), text, inside))
+    for child in getattr(node, "children", {}).values():
+        in_order(child, inside, out)
+    return out
+
+
+def walk(node):
+    """Every element of an AppTest tree, in the order the page draws them."""
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from walk(child)

@@ -27,7 +27,7 @@ from sim.metrics import request_metrics
 from sim.scheduler import run_steps
 from sim.timed import run_timed
 from sim.workload import Workload
-from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, walk
 
 PAGE = "views/lesson_chunked_prefill.py"
 STEP_COST = "views/lesson_step_cost.py"
@@ -536,11 +536,7 @@ def test_reset_this_lesson_restores_its_defaults():
 # -- diagram first (issue 36) ----------------------------------------------------------------------
 
 
-def _walk(node):
-    """Every element of an AppTest tree, in the order the page draws them."""
-    yield node
-    for child in getattr(node, "children", {}).values():
-        yield from _walk(child)
+_walk = walk  # tests/apptest_util.py
 
 
 def _order(at) -> list[str]:

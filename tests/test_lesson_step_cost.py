@@ -39,6 +39,7 @@ from sim.models import get_model, linear_shapes, model_keys, weight_read_bytes
 from tests.apptest_util import (
     assert_quiz_awards_xp_once,
     charts,
+    in_order,
     quiz_key,
     run_page,
     trace_values,
@@ -486,18 +487,7 @@ def test_the_exercise_says_what_the_profiles_measured():
 
 
 # -- diagram first (issue 36) ---------------------------------------------------------------------
-def _in_order(node, inside: str = "", out: list | None = None) -> list[tuple[str, str, str, str]]:
-    """Every element of the page in reading order: (kind, key, text, the expander it sits in)."""
-    out = [] if out is None else out
-    kind = type(node).__name__
-    label = str(getattr(node, "label", "") or "")
-    if kind == "Expander":
-        inside = label
-    text = str(node.value) if kind == "Markdown" else label
-    out.append((kind, str(getattr(node, "key", "") or ""), text, inside))
-    for child in getattr(node, "children", {}).values():
-        _in_order(child, inside, out)
-    return out
+_in_order = in_order  # tests/apptest_util.py
 
 
 def _elements(at) -> list[tuple[str, str, str, str]]:

@@ -34,7 +34,7 @@ from sim.hardware import default_batch_limits, get_gpu, gpu_keys
 from sim.kv import cdiv
 from sim.scenarios import stream_then_cached_prompt, stream_then_prompt
 from sim.scheduler import run_steps
-from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values
+from tests.apptest_util import assert_quiz_awards_xp_once, charts, run_page, trace_values, walk
 from tests.scenarios import load_recording
 
 PAGE = "views/lesson_token_budget.py"
@@ -88,11 +88,7 @@ def _shows(at, r) -> None:
     assert len(chunks) == r.num_chunks or "⋯" in rows
 
 
-def _walk(node):
-    """Every element of an AppTest tree, in the order the page draws them."""
-    yield node
-    for child in getattr(node, "children", {}).values():
-        yield from _walk(child)
+_walk = walk  # tests/apptest_util.py
 
 
 def _order(at) -> list[str]:
