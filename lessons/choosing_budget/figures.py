@@ -177,7 +177,7 @@ def trade(r: Readout) -> dict:
             range=ranges[1],
             tickvals=log_ticks(*ranges[1]),
         ),
-        "height": 640,
+        "height": 580,  # presented with its larger legend: 640, a 1280x720 screen (kit/present.py)
         "annotations": notes,
     }
     return {"data": data, "layout": layout}

@@ -22,6 +22,7 @@ KIND_KEYS = {DECODE: "kind-decode", CHUNK: "kind-chunk", WHOLE: "kind-whole"}  #
 KIND_ROLES = {DECODE: "decode", CHUNK: "prefill", WHOLE: "highlight"}
 LANE_ROLES = {"whole": "highlight", "chunked": "decode"}  # a lane's label is "lane-<name>"
 TOP = -0.6  # above the first lane's title row (the y axis is reversed)
+ROOM = -1.9  # the axis's top: room for a lane title in two lines on a 1024x768 projector
 
 
 def labels() -> dict[str, str]:
@@ -195,8 +196,10 @@ def lanes(r: Readout) -> dict:
                 "x": 0,
                 "xref": "paper",
                 "xanchor": "left",
-                "y": rows["title"],
+                "y": rows["title"] + 0.45,  # a second line, presenting, goes up, not on the counter
                 "yref": "y",
+                "yanchor": "bottom",
+                "align": "left",
                 "showarrow": False,
                 "font": {"size": SMALL_PX},
             }
@@ -207,7 +210,7 @@ def lanes(r: Readout) -> dict:
         "xaxis": axis(fill(words["time-axis"], vars(r)), range=[x0, x1], zeroline=False),
         "yaxis": {
             "title": {"text": words["rows-axis"]},
-            "range": [bottom + 0.3, -0.8],
+            "range": [bottom + 0.3, ROOM],
             "tickmode": "array",
             "tickvals": tickvals,
             "ticktext": ticktext,

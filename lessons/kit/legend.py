@@ -6,11 +6,16 @@ wraps into three rows printed its title on the legend's first row. `top_room` es
 rows the way Plotly lays a wrapped horizontal legend out (entries row by row, each column as
 wide as its widest entry) at the width a 1280-pixel screen gives, and asks for a top margin
 that holds both.
+
+`text_px` and `wrap` estimate and bound a text's width the same way, for presenter mode on the
+narrowest projector served (CHART_MIN_PX: the chart's width on a 1024x768 screen), where
+Plotly neither wraps a title, an annotation or a text label nor keeps it inside the chart.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from lessons.kit.figures import HOUSE, SMALL_PX
 
@@ -20,6 +25,10 @@ SYMBOL_PX = 46  # an entry's symbol and the gaps around its text
 ROW_EM = 1.6  # a legend row's height, in font sizes
 TITLE_PX = 32  # the title's line at the top of the chart, with the gap under it
 LINE_EM = 1.3  # each further line of a title (a "<br>"), in its font sizes
+CHART_MIN_PX = 864  # a chart's width in the main column of a 1024x768 screen, presenting
+BOLD_EM = 0.58  # a bold character's average width, in font sizes
+_TAG = re.compile(r"<[^>]*>")
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
 def has_legend(figure: dict) -> bool:
@@ -75,3 +84,32 @@ def top_room(figure: dict) -> int:
     need = TITLE_PX if text else 8
     need += text.count("<br>") * LINE_EM * HOUSE["title"]["font"]["size"]
     return max(top, math.ceil(need + rows * ROW_EM * font))
+
+
+def text_px(text: str, font: float) -> float:
+    """The estimated width (px) of a text's longest line at a font size (tags not counted; a
+    line with bold in it counted as bold)."""
+    widths = [0.0]
+    for line in _BREAK.split(str(text)):
+        em = BOLD_EM if "<b>" in line.lower() else CHAR_EM
+        widths.append(em * font * len(_TAG.sub("", line)))
+    return max(widths)
+
+
+def wrap(text: str, width_px: float, font: float) -> str:
+    """The text with "<br>" between words wherever a line would be wider than width_px (a
+    single word longer than that stays whole on its line)."""
+    out = []
+    for line in _BREAK.split(str(text)):
+        if text_px(line, font) <= width_px:
+            out.append(line)
+            continue
+        current = ""
+        for word in line.split(" "):
+            trial = f"{current} {word}" if current else word
+            if current and text_px(trial, font) > width_px:
+                out.append(current)
+                trial = word
+            current = trial
+        out.append(current)
+    return "<br>".join(out)

@@ -37,6 +37,7 @@ from lessons.theme import color
 
 GRID_TOP_PX = 88  # the title and the caption's two lines above the grid, with no gap between
 GRID_MIN_PX = 260  # the grid's plot, at least
+GRID_MAX_PX = 330  # and at most: presented (+29 px of title), 640 px fit a 1280x720 projector
 
 TEXT = lesson("memory").text_path
 
@@ -142,7 +143,9 @@ def _pool(r: Readout) -> dict:
         "layout": {
             # the plot at least GRID_MIN_PX tall, so that the Play buttons and the step slider
             # (placed by kit/anim.py as fractions of it) sit below the x-axis title
-            "height": GRID_TOP_PX + max(GRID_MIN_PX, 14 * rows) + anim.BOTTOM_MARGIN_PX,
+            "height": GRID_TOP_PX
+            + min(GRID_MAX_PX, max(GRID_MIN_PX, 14 * rows))
+            + anim.BOTTOM_MARGIN_PX,
             "xaxis": axis(
                 words["x"].format(columns=columns),
                 range=[-0.5, columns - 0.5],

@@ -70,7 +70,7 @@ def loop(r: Readout) -> dict:
         "xaxis": axis(words["loop-axis"], type="log", anchor="y2", tickvals=ticks, range=span),
         "yaxis": _log_y(words["output-axis"], *top, domain=[0.55, 1.0], anchor="x"),
         "yaxis2": _log_y(words["time-axis"], *low, domain=[0.0, 0.45], anchor="x"),
-        "height": 660,
+        "height": 550,  # presented with its larger legend: 640, a 1280x720 screen (kit/present.py)
     }
     return {"data": data, "layout": layout}
 

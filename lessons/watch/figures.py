@@ -110,7 +110,8 @@ def dashboard(r: Readout, held: bool = False) -> dict:
         max(float(d.step_ms.max()), r.itl_target_ms) * 1.1,
         count_top(d.preemptions),
     )
-    layout: dict = {"title": {"text": ""}, "height": 620, "hovermode": "x unified"}
+    # presented with its larger legend: 640 px, a 1280x720 screen (lessons/kit/present.py)
+    layout: dict = {"title": {"text": ""}, "height": 580, "hovermode": "x unified"}
     y_titles = ("requests-axis", "kv-axis", "step-axis", "preemptions-axis")
     for i, ((x, y), (dx, dy)) in enumerate(zip(PANELS, DOMAINS, strict=True)):
         xa, ya = ("xaxis", "yaxis") if i == 0 else (f"xaxis{i + 1}", f"yaxis{i + 1}")
