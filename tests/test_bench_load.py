@@ -5,6 +5,7 @@ silently (a renamed slider, a changed protocol, a move the page does not take)."
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from streamlit.proto.Slider_pb2 import Slider as SliderProto
@@ -24,7 +25,9 @@ def app_url(tmp_path_factory):
 
 def test_two_sessions_open_their_lessons_and_move_a_slider(app_url):
     plan = bench_load.Plan(sessions=2, moves=1, think_s=(0, 0), arrive_s=0, deadline_s=60)
-    r = asyncio.run(bench_load.drive(app_url, plan))
+    # in a thread of its own: a worker that ran browser tests has Playwright's loop running
+    with ThreadPoolExecutor(1) as pool:
+        r = pool.submit(asyncio.run, bench_load.drive(app_url, plan)).result()
     assert r.errors == []
     assert sorted(lesson for lesson, _ in r.opens) == ["memory", "policies"]
     assert sorted(lesson for lesson, _, _ in r.moves) == ["memory", "policies"]

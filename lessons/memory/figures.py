@@ -35,7 +35,7 @@ from lessons.memory.readout import Comparison, Readout
 from lessons.memory.trace import lost_blocks
 from lessons.theme import color
 
-GRID_TOP_PX = 88  # the title and the caption's two lines above the grid, with no gap between
+GRID_TOP_PX = 78  # the title and the caption's two lines above the grid, with no gap between
 GRID_MIN_PX = 260  # the grid's plot, at least
 GRID_MAX_PX = 330  # and at most: presented (+29 px of title), 640 px fit a 1280x720 projector
 
