@@ -18,7 +18,7 @@ import pytest
 from lessons.course import lesson
 from lessons.kit import story
 from lessons.kit.controls import declared
-from lessons.kit.timeline import DECODE, PROMPT, budget_timeline, classify
+from lessons.kit.timeline import DECODE, PROMPT, classify
 from lessons.token_budget import exercise, figures
 from lessons.token_budget.arithmetic import spec_arithmetic
 from lessons.token_budget.lesson import (
@@ -597,9 +597,6 @@ def test_the_timeline_classifies_every_scheduled_token():
     kinds = [kd for items in fill.items for q, _, kd in items if q == r.long]
     first_decode = kinds.index(DECODE)
     assert set(kinds[:first_decode]) == {PROMPT} and set(kinds[first_decode:]) == {DECODE}
-    fig = budget_timeline(r.run, first_step=2, last_step=6, fill=fill)
-    assert len(fig["frames"]) == 5
-    assert fig["layout"]["sliders"][0]["steps"][0]["label"] == "2"
 
 
 def test_long_prompts_skip_the_middle_rows_and_say_so():

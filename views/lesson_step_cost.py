@@ -20,11 +20,10 @@ page.say(None, "title", "intro")
 
 @st.fragment
 def lab() -> None:
-    # Two rows of controls, one over the curve and one under it; each call keeps the other's
-    # values (the upcoming ones: kept, else from the link, else the default).
-    top = page.controls([list(TOP)], fixed={n: page.upcoming(n) for n in BELOW})
+    # Two rows of controls, one over the curve and one under it (`controls_here`).
+    top = page.controls_here([list(TOP)])
     curve, second = st.container(), st.container()
-    p = page.controls([list(BELOW)], fixed={n: getattr(top, n) for n in TOP})
+    p = page.controls_here([list(BELOW)], top)
     r = readout(p)
     with curve:
         page.chart(figures.curve(r), r, "curve")

@@ -193,8 +193,6 @@ def _numbers(s: Setting, r: Replay) -> dict[str, Any]:
         "decode_ordinal_text": ordinal(first_decode - arrival + 1),
         "ttft_ms": r.ttft_ms,
         "decode_step_ms": float(run.step_ms[pick]) if pick is not None else 0.0,
-        "window_first": max(1, arrival - 1),
-        "window_last": min(first_decode + 1, run.num_steps),
     }
 
 
@@ -216,8 +214,6 @@ NO_RUN = {
     "decode_ordinal_text": "",
     "ttft_ms": 0.0,
     "decode_step_ms": 0.0,
-    "window_first": 0,
-    "window_last": 0,
 }
 
 

@@ -50,8 +50,6 @@ class Readout(UsedLimits, Selection):
     decode_ordinal_text: str  # "4th"
     ttft_ms: float
     decode_step_ms: float
-    window_first: int
-    window_last: int
     # the cast: the GPU the lesson opens on and why (its default budget), against the course's
     cast_gpu: str
     cast_budget: int
