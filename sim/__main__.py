@@ -10,16 +10,26 @@ import argparse
 import os
 import sys
 
-from sim import cli_cost, cli_sched
+from sim import cli_cost, cli_sched, flags
 from sim.errors import SimInputError
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit code 2."""
+    """argparse, but a usage error is one line on stderr and exit code 2; a sub-command marked
+    `refuses_vllm_flags` refuses a vLLM flag it does not read by name (sim/flags.py), before
+    anything else is checked, rather than as one of argparse's unrecognized arguments."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if getattr(self, "refuses_vllm_flags", False) and args is not None:
+            name = flags.unmodelled(args, self._option_string_actions)
+            if name is not None:
+                sys.stderr.write(f"vLLM flag {name} is not modelled by this simulator\n")
+                raise SystemExit(2)
+        return super().parse_known_args(args, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:

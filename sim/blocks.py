@@ -1,11 +1,11 @@
 """Block tables step by step: which KV block each request holds, for lessons that draw the pool.
 
-The scheduler keeps only block counts unless prefix caching is on (sim/kv.py). A run traced with
-`trace_blocks=True` goes through vLLM's block pool at every step, so block ids follow vLLM's free
-queue (SCHEDULER.md b): allocation from the front, a finished or preempted request's blocks freed
-tail first, unhashed ones to the front and, with prefix caching, hashed ones to the back, still
-findable until evicted. The engine's decisions are the same as without the trace (the tests check
-it); only the bookkeeping is block by block.
+The engine keeps only block counts unless prefix caching is on or a run is traced with
+`trace_blocks=True`; then it keeps vLLM's block pool block by block (sim/engine/pool.py), so block
+ids follow vLLM's free queue (SCHEDULER.md b): allocation from the front, a finished or preempted
+request's blocks freed tail first, the unhashed ones to the front as one run (the tail block
+first) and, with prefix caching, hashed ones to the back, still findable until evicted. The
+decisions are the same as without the trace (the tests check it).
 
 A `BlockTrace` holds the state at the end of every turn of the loop, after its `schedule()` and
 the output it processed (the synchronous engine processes step k's output in turn k; async
@@ -15,54 +15,10 @@ scheduling, step k-1's). `owners(k)` gives one value per block, as the lesson's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 FREE, NULL, CACHED = -1, -2, -3  # owners(): a free block, the null block, free but still cached
-
-
-class BlockTraceLog:
-    """Collects one snapshot per step while the engine runs (see Engine.trace_blocks)."""
-
-    def __init__(self) -> None:
-        self.ids: list[np.ndarray] = []
-        self.lens: list[np.ndarray] = []
-        self.cached: list[np.ndarray] = []
-        self.computed: list[np.ndarray] = []
-        self.cache_counts: list[tuple[int, int, int, int]] = []
-        self.used: list[int] = []
-
-    def add(
-        self, pool: Any, blocks: np.ndarray, computed: np.ndarray, used: int, counts: list[int]
-    ) -> None:
-        """One snapshot; `counts` are the engine's PrefixCacheStats so far (sim/run.py)."""
-        ids, cached = pool.tables()
-        self.used.append(used)
-        self.ids.append(ids)
-        self.lens.append(blocks.astype(np.int32))
-        self.cached.append(cached)
-        self.computed.append(np.where(blocks > 0, computed, 0).astype(np.int32))
-        self.cache_counts.append(tuple(counts))
-
-    def trace(self, config: Any) -> BlockTrace:
-        n = self.lens[0].shape[0] if self.lens else 0
-        lens = np.stack(self.lens) if self.lens else np.zeros((0, n), dtype=np.int32)
-        computed = np.stack(self.computed) if self.computed else lens.copy()
-        counts = np.array(self.cache_counts, dtype=np.int64).reshape(-1, 4)
-        return BlockTrace(
-            num_gpu_blocks=config.num_gpu_blocks,
-            block_size=config.block_size,
-            table_lens=lens,
-            table_ids=tuple(self.ids),
-            cached_free=tuple(self.cached),
-            num_computed_tokens=computed,
-            prefix_queries=counts[:, 0],
-            prefix_hits=counts[:, 1],
-            preempted_queries=counts[:, 2],
-            preempted_hits=counts[:, 3],
-            blocks_used=np.array(self.used, dtype=np.int64),
-        )
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,6 +13,7 @@ import numpy as np
 
 from sim.errors import SimInputError
 
+VLLM_VERSIONS = ("0.34", "0.33")  # the releases whose scheduling rules sim follows
 POLICIES = ("fcfs", "priority")  # vLLM's; sim/policy.py also registers teaching policies
 
 
@@ -42,6 +43,15 @@ class SchedulerConfig:
     max_num_queued_tokens: int | None = None
     # a gateway's queue timeout in seconds (a teaching model, not vLLM: sim/gateway.py); None: off
     gateway_timeout_s: float | None = None
+    # vLLM 0.34's cache-aware admission (SCHEDULER.md h2): with prefix caching and FCFS, once KV
+    # usage reaches the threshold, the first `window` plain waiting requests are admitted most
+    # cached prompt first. window 0: off (vLLM's default).
+    cache_aware_admission_window: int = 0
+    cache_aware_admission_threshold: float = 0.5
+    # the vLLM release whose rules the scheduler follows: "0.34" (the course's), or "0.33" for
+    # a recording made with it (sim/replay.py reads its `vllm_version`). They differ in one rule
+    # (SCHEDULER.md h1): 0.34 ignores long_prefill_token_threshold without chunked prefill.
+    vllm_version: str = "0.34"
 
     def __post_init__(self) -> None:
         for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "block_size"):
@@ -74,6 +84,25 @@ class SchedulerConfig:
                 f"async_scheduling must be true or false, got {self.async_scheduling!r}"
             )
         object.__setattr__(self, "async_scheduling", bool(self.async_scheduling))
+        # vLLM 0.34: Field(default=0, ge=0) and Field(default=0.5, ge=0.0, le=1.0)
+        w = self.cache_aware_admission_window
+        if isinstance(w, bool) or not isinstance(w, int | np.integer) or w < 0:
+            raise SimInputError(f"cache_aware_admission_window must be an integer >= 0, got {w!r}")
+        object.__setattr__(self, "cache_aware_admission_window", int(w))
+        c = self.cache_aware_admission_threshold
+        if (
+            isinstance(c, bool)
+            or not isinstance(c, int | float | np.integer | np.floating)
+            or not 0.0 <= float(c) <= 1.0
+        ):
+            raise SimInputError(
+                f"cache_aware_admission_threshold must be a number in [0, 1], got {c!r}"
+            )
+        object.__setattr__(self, "cache_aware_admission_threshold", float(c))
+        if self.vllm_version not in VLLM_VERSIONS:
+            raise SimInputError(
+                f"vllm_version must be one of {', '.join(VLLM_VERSIONS)}, got {self.vllm_version!r}"
+            )
         if not 0.0 <= float(self.watermark) < 1.0:
             raise SimInputError(f"watermark must be in [0, 1), got {self.watermark!r}")
         # Imported here: policy.py imports nothing from config, but keep the registry the judge.
@@ -100,6 +129,14 @@ class SchedulerConfig:
     def admission_control(self) -> bool:
         """Whether either of vLLM's admission limits is set."""
         return self.max_num_queued_reqs is not None or self.max_num_queued_tokens is not None
+
+    @property
+    def effective_long_prefill_token_threshold(self) -> int:
+        """The threshold the scheduler applies: vLLM 0.34 sets it to 0 unless chunked prefill
+        is on (SCHEDULER.md h1); 0.33 applied it either way."""
+        if self.vllm_version == "0.33" or self.enable_chunked_prefill:
+            return self.long_prefill_token_threshold
+        return 0
 
     @property
     def kv_blocks_usable(self) -> int:

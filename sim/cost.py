@@ -24,6 +24,7 @@ from sim.models import (
     expected_experts,
     get_model,
     kv_bytes_per_token,
+    kv_dtype_key,
     linear_shapes,
     weight_bytes,
     weight_read_bytes,
@@ -189,12 +190,15 @@ def factors_for(gpu: GPU) -> GemmFactors:
 
 @dataclass(frozen=True)
 class Deployment:
-    """A model served on `tp` GPUs of one type. dtype is the weight/GEMM dtype (bf16 or fp8)."""
+    """A model served on `tp` GPUs of one type. dtype is the weight/GEMM dtype (bf16 or fp8);
+    kv_cache_dtype is vLLM's --kv-cache-dtype ("auto": 16-bit, "fp8": one byte a value), which
+    sets the KV bytes attention reads and the KV pool's size (sim.models.kv_dtype_key)."""
 
     gpu: str
     model: str
     tp: int = 1
     dtype: str = "bf16"
+    kv_cache_dtype: str = "auto"
 
     def __post_init__(self) -> None:
         gpu = get_gpu(self.gpu)
@@ -203,6 +207,12 @@ class Deployment:
         if self.dtype not in ("bf16", "fp8"):
             raise SimInputError(f"unknown dtype {self.dtype!r}; valid: bf16, fp8")
         peak_tflops(gpu, self.dtype)  # raises for fp8 on a GPU without FP8
+        kv_dtype_key(self.kv_cache_dtype)  # raises for a KV dtype not modelled
+
+    @property
+    def kv_dtype(self) -> str:
+        """The KV cache's storage type as sim.models names it (bf16, fp16 or fp8)."""
+        return kv_dtype_key(self.kv_cache_dtype)
 
     @property
     def gpu_spec(self) -> GPU:
@@ -334,7 +344,7 @@ def step_costs(
     gpu, model = dep.gpu_spec, dep.model_spec
     bw = gpu.bw_tbps * 1e12
     flops = peak_tflops(gpu, dep.dtype) * 1e12
-    kv_tok = kv_bytes_per_token(model, "bf16", dep.tp)
+    kv_tok = kv_bytes_per_token(model, dep.kv_dtype, dep.tp)
     active = q > 0
     if assumptions == "seed":
         return _seed_costs(dep, q, kv, kv_tok, bw, flops, active)
@@ -404,7 +414,7 @@ def cost_constants(dep: Deployment) -> tuple:
     gpu, model = dep.gpu_spec, dep.model_spec
     bw = gpu.bw_tbps * 1e12
     flops = peak_tflops(gpu, dep.dtype) * 1e12
-    kv_tok = kv_bytes_per_token(model, "bf16", dep.tp)
+    kv_tok = kv_bytes_per_token(model, dep.kv_dtype, dep.tp)
     return gpu, model, bw, flops, kv_tok, factors_for(gpu)
 
 
@@ -476,57 +486,6 @@ def _attention_sides(q, kv, pairs, coeffs: tuple):
     per_kv, per_q, bw, per_pair, flops = coeffs
     a_mem = ((kv + q) * per_kv + q * per_q) / bw * 1e3
     return a_mem, pairs * per_pair / flops * 1e3
-
-
-def step_pricer(dep: Deployment, top_tokens: int, top_seqs: int, consts: tuple | None = None):
-    """`step_ms` of one step in Python numbers, `price(query_tokens, num_seqs, kv_read_tokens,
-    attn_pairs) -> ms`, for a loop that prices one step at a time (sim/window.py's landing
-    pass): the same lookup tables for the linear layers and the LM head, the same attention
-    formula, and the smooth max interpolated on the same table. Counts up to top_tokens and
-    top_seqs; it gives `step_ms`'s numbers to the last bit (a test checks)."""
-    consts = consts if consts is not None else cost_constants(dep)
-    gpu, model, bw, flops, kv_tok, f = consts
-    layers = model.num_layers
-    top = np.array([max(int(top_tokens), int(top_seqs), 1)], dtype=np.int64)
-    lin = (
-        layers
-        * _table_for(top, dep, "linear", lambda u: _linear_per_layer(dep, f, u, bw, flops))[0]
-    ).tolist()
-    v_n = -(-model.vocab_size // dep.tp)
-    wb = dep.weight_bytes_per_elem
-    lm = _table_for(
-        top,
-        dep,
-        "lm_head",
-        lambda u: gemm_ms(
-            u, v_n, model.hidden_size, bw_bps=bw, flops=flops, sms=gpu.sm_count, f=f, w_bytes=wb
-        ),
-    )[0].tolist()
-    g = _smooth_table(float(f.smooth_p)).tolist()
-    last = len(g) - 1
-    step = float(_R_GRID[1])
-    latency = f.kernel_latency_us * 1e-3
-    comm = _comm_coeffs(dep) if dep.tp > 1 else None
-    coeffs = _attention_coeffs(dep, consts)
-
-    def price(q: int, s: int, kv: int, pairs: int) -> float:
-        if q <= 0:
-            return lin[0] + lm[s]
-        a_mem, a_comp = _attention_sides(q, kv, pairs, coeffs)
-        hi, lo = (a_mem, a_comp) if a_mem >= a_comp else (a_comp, a_mem)
-        if hi > 0:  # np.interp's formula on the same grid (steps of 1/last, exact)
-            r = lo / hi
-            i = int(r * last)
-            smooth = hi * (
-                g[last] if i >= last else (g[i + 1] - g[i]) / step * (r - i * step) + g[i]
-            )
-        else:
-            smooth = 0.0
-        attention = layers * (latency + smooth)
-        tp = _all_reduces_ms(q, *comm) if comm is not None else 0.0
-        return lin[q] + attention + lm[s] + tp + OVERHEAD_MS
-
-    return price
 
 
 TABLE_MAX = 1 << 20  # integer counts up to this are evaluated once each via a lookup table

@@ -18,6 +18,19 @@ from sim.hardware import DATA_DIR, get_gpu
 
 GIB = 2**30
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+# vLLM's --kv-cache-dtype values the simulator models -> the DTYPE_BYTES key they store with.
+# "auto" is the model's 16-bit type, also under FP8 weights (vLLM keeps activations 16-bit);
+# bf16/fp16 are this project's short spellings. fp8_e4m3 and fp8_e5m2 both take one byte.
+KV_CACHE_DTYPES = {
+    "auto": "bf16",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp8": "fp8",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+}
 TP_SIZES = (1, 2, 4, 8)
 # Assumptions of the KV-pool estimate (documented in num_gpu_blocks).
 NON_TORCH_GIB = 0.5  # CUDA context leftovers, allocator slack (one GPU)
@@ -126,6 +139,18 @@ def dtype_bytes(dtype: str) -> int:
     if dtype not in DTYPE_BYTES:
         raise SimInputError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPE_BYTES)}")
     return DTYPE_BYTES[dtype]
+
+
+def kv_dtype_key(kv_cache_dtype: str | None) -> str:
+    """The DTYPE_BYTES key of a vLLM --kv-cache-dtype value (None is "auto")."""
+    name = "auto" if kv_cache_dtype is None else kv_cache_dtype
+    if name in DTYPE_BYTES:
+        return name
+    if name not in KV_CACHE_DTYPES:
+        raise SimInputError(
+            f"kv cache dtype {name!r} is not modelled (modelled: {', '.join(KV_CACHE_DTYPES)})"
+        )
+    return KV_CACHE_DTYPES[name]
 
 
 def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
@@ -256,7 +281,7 @@ def kv_pool(
         raise SimInputError(
             f"max_num_batched_tokens must be a positive integer, got {max_num_batched_tokens!r}"
         )
-    kv_dtype = "bf16" if kv_dtype is None else kv_dtype
+    kv_dtype = kv_dtype_key(kv_dtype)
     requested = gpu.cuda_memory_gib * GIB * gpu_memory_utilization
     weights = weight_bytes(model, dtype, tp)
     act = activation_peak_bytes(model, tp, max_num_batched_tokens)
@@ -292,8 +317,9 @@ def num_gpu_blocks(
     cuda memory x gpu_memory_utilization - weights - activation peak of a dummy
     max_num_batched_tokens batch - non-torch memory, floor-divided by the block bytes
     (block_size x KV bytes per token on one GPU). gpu_memory_utilization defaults to 0.9, the
-    release the seeds describe; vLLM 0.33 defaults to 0.92. kv_dtype None means vLLM's "auto":
-    16-bit KV even with fp8 weights. The activation and non-torch terms are estimates
+    release the seeds describe; vLLM 0.33 defaults to 0.92. kv_dtype takes vLLM's --kv-cache-dtype
+    names (KV_CACHE_DTYPES) or bf16/fp16/fp8; None means vLLM's "auto": 16-bit KV even with fp8
+    weights. The activation and non-torch terms are estimates
     (activation_peak_bytes; 0.5 GiB non-torch, +0.5 GiB NCCL at tp > 1); newer vLLM also
     subtracts a CUDA-graph estimate, not modelled. Weights that do not fit give 0 blocks; see
     kv_pool(...).fits.

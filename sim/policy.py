@@ -17,9 +17,42 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+
+# How the compiled engine (sim/engine/kernel.py) picks a victim: the last running request, the
+# largest victim rank (the first such in running order), or the last running request of the
+# tenant that holds the most running requests.
+VICTIM_LAST, VICTIM_RANK, VICTIM_TENANT = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False)
+class EngineCapabilities:
+    """What a policy declares to the compiled engine, so the engine never asks its name:
+    `queue_rank` None for vLLM's FCFS deque, else each request's place in the queue's order;
+    `victim_kind` and `victim_rank` the victim rule; `reorders_by_cache` True if the queue is
+    re-sorted every step by cached blocks."""
+
+    queue_rank: np.ndarray | None
+    victim_kind: int
+    victim_rank: np.ndarray | None = None
+    reorders_by_cache: bool = False
+
+
+def _dense_rank(*keys: np.ndarray) -> np.ndarray:
+    """Rank of each element by the keys (most significant last, np.lexsort order); equal keys
+    share a rank."""
+    n = keys[0].shape[0]
+    order = np.lexsort(keys)
+    rank = np.empty(n, dtype=np.int64)
+    if n:
+        stacked = np.stack([k[order] for k in keys])
+        new = np.ones(n, dtype=bool)
+        new[1:] = np.any(stacked[:, 1:] != stacked[:, :-1], axis=0)
+        rank[order] = np.cumsum(new) - 1
+    return rank
 
 
 class Policy(ABC):
@@ -66,6 +99,10 @@ class Policy(ABC):
         """The waiting queue for this step, given each waiting request's cached blocks now."""
         return waiting
 
+    def engine_capabilities(self) -> EngineCapabilities:
+        """The queue and victim rules as the compiled engine runs them."""
+        raise NotImplementedError(f"policy {self.name!r} declares no engine capabilities")
+
 
 class FCFS(Policy):
     """vLLM's default: a deque; arrivals at the tail, preempted at the head; victim = last."""
@@ -82,6 +119,9 @@ class FCFS(Policy):
 
     def victim(self, running: np.ndarray) -> int:
         return int(running.shape[0] - 1)
+
+    def engine_capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities(None, VICTIM_LAST, reorders_by_cache=self.dynamic)
 
 
 class _Ranked(Policy):
@@ -135,6 +175,9 @@ class Priority(_Ranked):
     def victim(self, running: np.ndarray) -> int:
         return int(np.argmax(self.victim_rank[running]))
 
+    def engine_capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities(self.queue_rank, VICTIM_RANK, self.victim_rank)
+
 
 class ShortestJobFirst(_Ranked):
     """Teaching policy (not vLLM's): the waiting queue in order of job size, prompt tokens plus
@@ -151,6 +194,10 @@ class ShortestJobFirst(_Ranked):
         late = self.arrival_time[running]
         best = np.flatnonzero(job == job.max())
         return int(best[np.argmax(late[best])])
+
+    def engine_capabilities(self) -> EngineCapabilities:
+        rank = _dense_rank(self.arrival_time, self.job_tokens)
+        return EngineCapabilities(self.queue_rank, VICTIM_RANK, rank)
 
 
 class FairShare(_Ranked):
@@ -179,6 +226,9 @@ class FairShare(_Ranked):
         values, counts = np.unique(t, return_counts=True)
         heavy = values[np.argmax(counts)]  # the most running requests (lowest tenant on a tie)
         return int(np.flatnonzero(t == heavy)[-1])
+
+    def engine_capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities(self.queue_rank, VICTIM_TENANT)
 
 
 class PrefixAware(FCFS):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.config import SchedulerConfig
+from sim.config import VLLM_VERSIONS, SchedulerConfig
 from sim.errors import SimInputError
 from sim.run import Run
 from sim.scheduler import Engine
@@ -30,6 +30,8 @@ _CONFIG_KEYS = (
     "watermark",
     "scheduler_reserve_full_isl",
     "async_scheduling",
+    "cache_aware_admission_window",
+    "cache_aware_admission_threshold",
 )
 _REQUIRED = ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "num_gpu_blocks")
 # Settings accepted only at the value Stepwise models (vLLM's default).
@@ -44,8 +46,23 @@ _FIXED = {
 _HARNESS = ("max_steps",)
 
 
-def config_from_settings(settings: dict) -> SchedulerConfig:
-    """SchedulerConfig from a scenario's `settings`; unmodelled settings raise SimInputError."""
+def release(vllm_version: object) -> str:
+    """The rules a recording follows, from its `vllm_version` ("0.33.0" -> "0.33"); a scenario
+    that names none (one written by hand) runs the newest rules."""
+    if vllm_version is None:
+        return VLLM_VERSIONS[0]
+    text = str(vllm_version)
+    for known in VLLM_VERSIONS:
+        if text == known or text.startswith(known + "."):
+            return known
+    raise SimInputError(
+        f"vllm_version {text!r} is not a release Stepwise models ({', '.join(VLLM_VERSIONS)})"
+    )
+
+
+def config_from_settings(settings: dict, vllm_version: object = None) -> SchedulerConfig:
+    """SchedulerConfig from a scenario's `settings` and the release it was recorded with
+    (`vllm_version`, see `release`); unmodelled settings raise SimInputError."""
     if not isinstance(settings, dict):
         raise SimInputError("scenario 'settings' must be an object")
     for key, value in settings.items():
@@ -67,6 +84,7 @@ def config_from_settings(settings: dict) -> SchedulerConfig:
     # A null value leaves the setting at SchedulerConfig's default (async_scheduling: off, the
     # synchronous `Scheduler` the recordings without `_async` were made with).
     kwargs = {k: settings[k] for k in _CONFIG_KEYS if settings.get(k) is not None}
+    kwargs["vllm_version"] = release(vllm_version)
     if "watermark" in kwargs:
         kwargs["watermark"] = float(kwargs["watermark"])
     try:
@@ -118,7 +136,7 @@ def replay_run(scenario: dict, *, detail: bool = True) -> Run:
     if not isinstance(scenario, dict):
         raise SimInputError("a scenario must be a JSON object with 'settings' and 'requests'")
     settings = scenario.get("settings")
-    config = config_from_settings(settings)
+    config = config_from_settings(settings, scenario.get("vllm_version"))
     workload = workload_from_requests(scenario.get("requests"))
     max_steps = settings.get("max_steps")
     engine = Engine(

@@ -51,11 +51,14 @@ def run_with_timer(
     return engine.run()
 
 
-def deployment(gpu: str, model: str, *, tp: int = 1, dtype: str = "bf16") -> Any:
-    """`sim.cost.Deployment` (unknown keys raise SimInputError there)."""
+def deployment(
+    gpu: str, model: str, *, tp: int = 1, dtype: str = "bf16", kv_cache_dtype: str = "auto"
+) -> Any:
+    """`sim.cost.Deployment` (unknown keys raise SimInputError there). kv_cache_dtype is vLLM's
+    --kv-cache-dtype: it sizes the KV pool (config_for) and the KV bytes attention reads."""
     from sim.cost import Deployment
 
-    return Deployment(gpu, model, tp=tp, dtype=dtype)
+    return Deployment(gpu, model, tp=tp, dtype=dtype, kv_cache_dtype=kv_cache_dtype)
 
 
 def timer_for(dep: Any, *, async_scheduling: bool = False) -> StepTimer:
@@ -65,7 +68,7 @@ def timer_for(dep: Any, *, async_scheduling: bool = False) -> StepTimer:
     preparation, output processing) runs while the GPU computes the step before, which is why
     vLLM does it: a step lasts max(GPU time, CPU time) instead of their sum.
     """
-    from sim.cost import OVERHEAD_MS, cost_constants, step_ms, step_pricer
+    from sim.cost import OVERHEAD_MS, cost_constants, step_ms
 
     consts = cost_constants(dep)
 
@@ -77,19 +80,9 @@ def timer_for(dep: Any, *, async_scheduling: bool = False) -> StepTimer:
             ms = np.where(active, np.maximum(ms - OVERHEAD_MS, OVERHEAD_MS), ms)
         return ms
 
-    def pricer(top_tokens: int, top_seqs: int) -> Callable[[int, int, int, int], float]:
-        """The same times, one step at a time in Python numbers (sim/landing.py)."""
-        price = step_pricer(dep, top_tokens, top_seqs, consts)
-        if not async_scheduling:
-            return price
-
-        def overlapped(q: int, s: int, kv: int, pairs: int) -> float:
-            ms = price(q, s, kv, pairs)
-            return max(ms - OVERHEAD_MS, OVERHEAD_MS) if q > 0 else ms
-
-        return overlapped
-
-    timer.pricer = pricer  # type: ignore[attr-defined]
+    # what the compiled loop (sim/engine/pricing.py) prices from, to the same numbers
+    timer.deployment = dep  # type: ignore[attr-defined]
+    timer.overlap = async_scheduling  # type: ignore[attr-defined]
     return timer
 
 
@@ -130,8 +123,11 @@ def config_for(
     max_model_len defaults to the model's max_position_embeddings (vLLM's default); the batch
     limits follow vLLM's defaults for the GPU (sim.hardware.default_batch_limits, SCHEDULER.md e:
     a defaulted budget is at most max_num_seqs * max_model_len, a defaulted max_num_seqs at most
-    the budget); the KV pool is the catalog estimate (sim.models.num_gpu_blocks) for that budget.
+    the budget); the KV pool is the catalog estimate (sim.models.num_gpu_blocks) for that budget,
+    with the deployment's KV cache dtype (`dep.kv_cache_dtype`, vLLM's --kv-cache-dtype).
     Other keyword arguments (policy, enable_prefix_caching, ...) go to SchedulerConfig.
+    gpu_memory_utilization defaults to 0.9 here, the release the seeds describe; the command
+    line passes vLLM serve's 0.92 (sim/flags.py).
     """
     from sim.hardware import default_batch_limits
     from sim.models import num_gpu_blocks as catalog_blocks
@@ -160,6 +156,7 @@ def config_for(
             dep.model,
             tp=dep.tp,
             dtype=dep.dtype,
+            kv_dtype=getattr(dep, "kv_cache_dtype", None),
             gpu_memory_utilization=gpu_memory_utilization,
             block_size=block_size,
             max_num_batched_tokens=int(budget),

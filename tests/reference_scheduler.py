@@ -69,6 +69,8 @@ DEFAULTS: dict[str, Any] = {
     "watermark": 0.0,
     "scheduler_reserve_full_isl": True,
     "async_scheduling": False,
+    "cache_aware_admission_window": 0,
+    "cache_aware_admission_threshold": 0.5,
     "max_steps": None,
 }
 REQUIRED = ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "num_gpu_blocks")
@@ -90,10 +92,13 @@ class Settings:
     watermark: float
     scheduler_reserve_full_isl: bool
     async_scheduling: bool
+    cache_aware_admission_window: int
+    cache_aware_admission_threshold: float
     max_steps: int | None
+    vllm_version: str = "0.34"
 
 
-def parse_settings(raw: dict[str, Any]) -> Settings:
+def parse_settings(raw: dict[str, Any], vllm_version: str | None = None) -> Settings:
     """Fill defaults and validate, raising `ConfigRejected` with vLLM's wording where vLLM has one.
 
     vLLM's `SchedulerConfig.verify_max_model_len` checks, in this order: chunked prefill off with
@@ -140,7 +145,10 @@ def parse_settings(raw: dict[str, Any]) -> Settings:
         watermark=float(values["watermark"]),
         scheduler_reserve_full_isl=bool(values["scheduler_reserve_full_isl"]),
         async_scheduling=bool(values["async_scheduling"]),
+        cache_aware_admission_window=int(values["cache_aware_admission_window"]),
+        cache_aware_admission_threshold=float(values["cache_aware_admission_threshold"]),
         max_steps=values["max_steps"],
+        vllm_version="0.33" if str(vllm_version or "").startswith("0.33") else "0.34",
     )
 
 
@@ -186,6 +194,8 @@ class Request:
         prefix = min(self.prefix_tokens, self.prompt_len)
         if self.prefix_id >= 0 and (j + 1) * block_size <= prefix:
             return ("p", self.prefix_id, j)
+        if self.prefix_id >= 0 and prefix == self.prompt_len:
+            return ("po", self.prefix_id, prefix, j)
         return ("r", self.request_id, j)
 
 
@@ -292,13 +302,17 @@ class BlockPool:
 
     def free(self, blocks: list[Block]) -> None:
         """Release a request's blocks tail first; hashed ones to the back, others to the front."""
+        first: list[Block] = []
         for block in reversed(blocks):
             block.ref_cnt -= 1
             if block.ref_cnt == 0:
                 if block.identity is not None:
                     self.free_queue.append(block)
                 else:
-                    self.free_queue.appendleft(block)
+                    first.append(block)
+        # vLLM's prepend_n: the unhashed blocks go to the front as one run, in freeing order
+        # (tail first), so the request's last block is the next one allocated.
+        self.free_queue.extendleft(reversed(first))
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,11 +455,39 @@ class Scheduler:
     # ---- schedule() ------------------------------------------------------------------------
 
     def cap(self, n: int, threshold_on: bool) -> int:
-        """`long_prefill_token_threshold`, when active this step."""
+        """`long_prefill_token_threshold`, when active this step. vLLM 0.34 applies it only
+        with chunked prefill on (SCHEDULER.md h1); 0.33 applied it either way."""
         t = self.s.long_prefill_token_threshold
+        if self.s.vllm_version != "0.33" and not self.s.enable_chunked_prefill:
+            return n
         if threshold_on and 0 < t < n:
             return t
         return n
+
+    def cache_aware_reorder(self) -> None:
+        """vLLM 0.34's `_reorder_waiting_by_cached_prefix` (SCHEDULER.md h2): FCFS with prefix
+        caching, KV usage at least the threshold: the plain WAITING requests (never preempted,
+        nothing computed) among the first `window` of the queue are put in their own slots in
+        order of cached prompt tokens, most first, queue order among equals."""
+        window = self.s.cache_aware_admission_window
+        if not (window and self.s.enable_prefix_caching and self.s.policy == "fcfs"):
+            return
+        if len(self.waiting) < 2:
+            return
+        usage = 1.0 - self.pool.num_free / self.pool.usable
+        if usage < self.s.cache_aware_admission_threshold:
+            return
+        head = self.waiting.ordered()[:window]
+        slots = [i for i, r in enumerate(head) if r.status == WAITING and not r.num_computed_tokens]
+        if len(slots) < 2:
+            return
+        cached = {i: len(self.find_prefix_hits(head[i])) * self.s.block_size for i in slots}
+        order = sorted(slots, key=lambda i: (-cached[i], i))
+        reordered = list(head)
+        for slot, source in zip(slots, order, strict=True):
+            reordered[slot] = head[source]
+        rest = self.waiting.ordered()[window:]
+        self.waiting.q = deque(reordered + rest)
 
     def pick_victim(self) -> Request:
         """FCFS: the last of `running`; priority: the largest (priority, arrival_time) (c2)."""
@@ -513,6 +555,7 @@ class Scheduler:
 
         # WAITING loop (a4), only in a step without preemption
         if not preempted:
+            self.cache_aware_reorder()
             while len(self.waiting) and budget > 0:
                 if len(self.running) >= self.s.max_num_seqs:
                     break
@@ -602,7 +645,7 @@ def replay(scenario: dict[str, Any]) -> dict[str, Any]:
     Returns `{"steps": [...], "per_request": {...}}` in the oracle schema. Raises
     `ConfigRejected` for a configuration or request vLLM would refuse.
     """
-    settings = parse_settings(scenario["settings"])
+    settings = parse_settings(scenario["settings"], scenario.get("vllm_version"))
     requests = parse_requests(scenario["requests"], settings)
     sched = Scheduler(settings)
     by_step: dict[int, list[Request]] = {}

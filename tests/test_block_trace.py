@@ -4,7 +4,9 @@ A traced run must take the same decisions as the untraced one (the differential 
 vLLM's recordings and on random cases); its tables must add up to the blocks the run says are in
 use at the end of every turn, hold ceil(computed tokens / block_size) blocks per running request,
 never hand out the null block or one block to two requests (without shared prefixes), and free
-a victim's blocks at once.
+a victim's blocks at once. Workloads where many requests have the same prompt, exactly a shared
+prefix (their output blocks are shared through the cache, sim/kv.py "po" keys), are traced too:
+a traced run goes step by step, so it also checks the quiet runs that batch those steps.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.blocks import CACHED, FREE, NULL
+from sim.config import SchedulerConfig
 from sim.kv import cdiv
+from sim.policy import TEACHING_POLICIES
 from sim.replay import config_from_settings, to_schema, workload_from_requests
 from sim.scheduler import Engine
+from sim.workload import Workload
 from tests.test_scheduler_props import BOTH, SETTINGS, _toy_timer, cases
 
 FEWER = settings(SETTINGS, max_examples=60)  # each example runs the engine twice, step by step
@@ -180,12 +186,11 @@ def test_tracing_changes_no_decision_in_timed_runs(case):
     _check_trace(traced)
 
 
-def test_run_traced_is_the_timed_run_and_refuses_a_run_that_parted():
-    """sim.traced plays the timed run's step times back into the traced run; a playback asked
-    to price steps that are not the recorded ones raises instead of drawing another run."""
+def test_run_traced_is_the_timed_run():
+    """sim.traced's run is the timed run, with its block tables."""
     import dataclasses
 
-    from sim.traced import _PlayBack, run_traced
+    from sim.traced import run_traced
 
     scenario = json.loads((DATA / "preempt_fcfs.json").read_text())
     config = config_from_settings(scenario["settings"])
@@ -196,6 +201,100 @@ def test_run_traced_is_the_timed_run_and_refuses_a_run_that_parted():
     np.testing.assert_array_equal(traced.step_ms, plain.step_ms)
     np.testing.assert_array_equal(traced.token_req, plain.token_req)
     assert traced.blocks is not None and traced.blocks.num_steps == plain.num_steps
-    other = Engine(dataclasses.replace(config, num_gpu_blocks=60), wl, timer=_toy_timer).run()
-    with pytest.raises(RuntimeError, match="parted"):
-        Engine(config, wl, timer=_PlayBack(other), trace_blocks=True).run()
+    assert plain.total_preemptions > 0
+
+
+@st.composite
+def shared_prompt_cases(draw, timed: bool = False, async_scheduling: bool = False):
+    """Small pools, every policy, and requests most of which have one of two prompts that are
+    exactly a shared prefix (often not a whole number of blocks), the rest longer prompts on the
+    same prefixes or none: preempted requests come back to output blocks cached by others."""
+    bs = draw(st.sampled_from([4, 8, 16]))
+    n = draw(st.integers(2, 20))
+    mml = draw(st.integers(40, 300))
+    lens = draw(st.lists(st.integers(1, mml // 3), min_size=2, max_size=2))
+    kinds = draw(st.lists(st.sampled_from(["po", "po", "po", "longer", "none"]), min_size=n))
+    kinds = kinds[:n] + ["po"] * (n - len(kinds[:n]))
+    pids = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    extra = draw(st.lists(st.integers(1, mml // 3), min_size=n, max_size=n))
+    prompt, prefix_id, prefix_tokens = [], [], []
+    for kind, pid, more in zip(kinds, pids, extra, strict=True):
+        length = lens[pid]
+        prompt.append(length if kind == "po" else length + more)
+        prefix_id.append(-1 if kind == "none" else pid)
+        prefix_tokens.append(0 if kind == "none" else length)
+    output = draw(st.lists(st.integers(1, mml // 2), min_size=n, max_size=n))
+    output = [max(1, min(o, mml - 1 - p)) for o, p in zip(output, prompt, strict=True)]
+    chunked = draw(st.booleans())
+    budget_lo = 8 if chunked else mml
+    budget = draw(st.integers(budget_lo, max(budget_lo, 400)))
+    min_blocks = int(cdiv(mml, bs)) + 1
+    config = SchedulerConfig(
+        max_num_batched_tokens=budget,
+        max_num_seqs=draw(st.integers(1, min(budget, 12))),
+        max_model_len=mml,
+        num_gpu_blocks=draw(st.integers(min_blocks, min_blocks * 2)),
+        block_size=bs,
+        enable_chunked_prefill=chunked,
+        enable_prefix_caching=True,
+        policy=draw(st.sampled_from(["fcfs", "priority", *TEACHING_POLICIES])),
+        long_prefill_token_threshold=draw(st.sampled_from([0, 0, 7, 33])),
+        watermark=draw(st.sampled_from([0.0, 0.0, 0.05])),
+        scheduler_reserve_full_isl=draw(st.booleans()),
+        async_scheduling=async_scheduling,
+    )
+    kw = dict(
+        priority=draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
+        tenant=draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)),
+        prefix_id=prefix_id,
+        prefix_tokens=prefix_tokens,
+    )
+    if timed:
+        arr = draw(st.lists(st.floats(0, 1.0, allow_nan=False), min_size=n, max_size=n))
+        return config, Workload.build(prompt, output, arrival_s=arr, **kw)
+    arr = draw(st.lists(st.integers(1, 12), min_size=n, max_size=n))
+    return config, Workload.build(prompt, output, arrival_step=arr, **kw)
+
+
+@FEWER
+@given(BOTH.flatmap(lambda a: shared_prompt_cases(async_scheduling=a)))
+def test_tracing_changes_no_decision_with_shared_prompts(case):
+    """A run traced block by block decides as the untraced one."""
+    config, wl = case
+    plain, traced = _pair(config, wl)
+    assert to_schema(traced) == to_schema(plain)
+    np.testing.assert_array_equal(plain.num_prefix_hit_tokens, traced.num_prefix_hit_tokens)
+    _check_trace(traced)
+
+
+@FEWER
+@given(BOTH.flatmap(lambda a: shared_prompt_cases(timed=True, async_scheduling=a)))
+def test_tracing_changes_no_decision_with_shared_prompts_timed(case):
+    config, wl = case
+    plain, traced = _pair(config, wl, _toy_timer)
+    for run in (plain,):
+        np.testing.assert_array_equal(run.num_scheduled_tokens, traced.num_scheduled_tokens)
+        np.testing.assert_allclose(run.step_ms, traced.step_ms)
+        np.testing.assert_array_equal(run.token_req, traced.token_req)
+        np.testing.assert_array_equal(run.num_prefix_hit_tokens, traced.num_prefix_hit_tokens)
+    _check_trace(traced)
+
+
+def test_shared_prompt_cases_hit_output_blocks_after_preemptions():
+    """The cases above reach what they are for: requests whose prompt is exactly a shared
+    prefix hit cached blocks past that prefix, blocks holding output tokens ("po" identity,
+    sim/engine/state.py), whoever computed them."""
+    cases_with_po_hits = []
+
+    @settings(FEWER, max_examples=40)
+    @given(BOTH.flatmap(lambda a: shared_prompt_cases(async_scheduling=a)))
+    def collect(case):
+        config, wl = case
+        run = Engine(config, wl, max_steps=200_000).run()
+        bs = config.block_size
+        whole = (wl.prefix_id >= 0) & (wl.prefix_tokens >= wl.prompt_tokens)
+        past = run.num_prefix_hit_tokens > (wl.prompt_tokens // bs) * bs * (run.num_preemptions + 1)
+        cases_with_po_hits.append(bool((whole & past).any()))
+
+    collect()
+    assert sum(cases_with_po_hits) >= 3

@@ -103,6 +103,9 @@ def test_simulate_prints_metrics(tmp_path):
         str(trace),
         "--ttft-slo-ms",
         "200",
+        # the defaults before issue 39, pinned so the numbers keep their meaning
+        "--no-enable-prefix-caching",
+        "--no-async-scheduling",
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -113,10 +116,11 @@ def test_simulate_prints_metrics(tmp_path):
 
 def test_simulate_with_async_scheduling():
     """--async-scheduling: the same requests all finish with their tokens; a finish is seen one
-    output later, so the run has its extra step (and the JSON keeps its keys)."""
-    args = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B"]
+    output later, so the run has its extra step (and the JSON keeps its keys). Both runs say
+    which scheduler they want: async is the default since issue 39, as in vllm serve."""
+    args = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--no-enable-prefix-caching"]
     args += ["--workload", "poisson:rate=20,n=60,prompt=uniform:64:512,output=uniform:8:64"]
-    sync = _sim("simulate", *args)
+    sync = _sim("simulate", *args, "--no-async-scheduling")
     asyn = _sim("simulate", *args, "--async-scheduling")
     assert sync.returncode == 0 and asyn.returncode == 0, sync.stderr + asyn.stderr
     a, b = json.loads(asyn.stdout), json.loads(sync.stdout)
@@ -143,6 +147,15 @@ def test_simulate_with_async_scheduling():
             "must be greater than or equal to max_num_seqs",
         ),
         (["--workload", "poisson:rate=5,n=10", "--policy", "lottery"], "unknown policy"),
+        (["--workload", "poisson:rate=5,n=10", "--scheduling-policy", "x"], "unknown policy"),
+        (["--workload", "poisson:rate=5,n=10", "--watermark", "1"], "watermark must be in"),
+        (["--workload", "poisson:rate=5,n=10", "-tp", "3"], "tp must be one of"),
+        (["--workload", "poisson:rate=5,n=10", "--quantization", "awq"], "awq is not modelled"),
+        (["--workload", "poisson:rate=5,n=10", "--model", "foo/Bar-13B"], "not in the catalog"),
+        (
+            ["--workload", "poisson:rate=5,n=10", "--cache-aware-admission-window", "-1"],
+            "cache_aware_admission_window must be an integer >= 0",
+        ),
     ],
 )
 def test_simulate_bad_input_exits_2(args, needle):
@@ -212,3 +225,58 @@ def test_a_malformed_trace_exits_2_with_one_line(tmp_path, text, needle):
     path.write_text(text)
     proc = _sim("simulate", "--gpu", "L4", "--model", "Llama-3.1-8B", "--workload", str(path))
     _assert_one_line_error(proc, needle)
+
+
+_SHARED = "poisson:rate=30,n=80,prompt=uniform:64:256,output=uniform:8:32,prefix=1024,seed=3"
+_DEP = ("--gpu", "L4", "--model", "Llama-3.1-8B")
+
+
+def test_simulate_runs_vllm_serves_defaults():
+    """Issue 39: prefix caching and async scheduling are on unless turned off, as in vllm serve;
+    the run without flags is the run that names vllm serve's defaults."""
+    default = _sim("simulate", *_DEP, "--workload", _SHARED)
+    named = _sim(
+        "simulate",
+        *_DEP,
+        "--workload",
+        _SHARED,
+        "--enable-prefix-caching",
+        "--async-scheduling",
+        "--gpu-memory-utilization",
+        "0.92",
+        "--block-size",
+        "16",
+        "--kv-cache-dtype",
+        "auto",
+        "--scheduling-policy",
+        "fcfs",
+        "--max-num-batched-tokens",
+        "2048",
+        "--max-num-seqs",
+        "256",
+    )
+    off = _sim("simulate", *_DEP, "--workload", _SHARED, "--no-enable-prefix-caching")
+    assert default.returncode == named.returncode == off.returncode == 0, default.stderr
+    d, n, o = (json.loads(p.stdout) for p in (default, named, off))
+    assert d == n
+    assert d["num_finished"] == o["num_finished"] == 80
+    # the shared 1,024-token prefix is computed once with caching, for every request without
+    assert d["ttft_ms"]["p50"] < 0.5 * o["ttft_ms"]["p50"]
+
+
+def test_an_fp8_kv_cache_halves_the_share_of_the_pool_a_run_uses():
+    spec = "burst:n=40,prompt=fixed:2000,output=fixed:16,seed=1"
+    runs = [
+        json.loads(_sim("simulate", *_DEP, "--workload", spec, "--kv-cache-dtype", kv).stdout)
+        for kv in ("auto", "fp8")
+    ]
+    assert 0.45 < runs[1]["peak_kv_usage"] / runs[0]["peak_kv_usage"] < 0.55
+
+
+@pytest.mark.parametrize(
+    "flag", ["--enable-lora", "--speculative-config", "--kv-transfer-config", "--port"]
+)
+def test_a_vllm_flag_not_modelled_is_refused_by_name(flag):
+    proc = _sim("simulate", *_DEP, "--workload", "burst:n=2", flag, "1")
+    _assert_one_line_error(proc)
+    assert proc.stderr == f"vLLM flag {flag} is not modelled by this simulator\n"

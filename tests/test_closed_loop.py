@@ -1,4 +1,4 @@
-"""Closed-loop workloads (`concurrency:clients=C,...`, sim/closed_loop.py).
+"""Closed-loop workloads (`concurrency:clients=C,...`, sim/engine/kernel.py `_release`).
 
 The spec and its errors; the semaphore (never more than C requests in flight, exactly C while
 some are unsent); realized arrivals equal to finish times; windows equal to one step at a time
@@ -21,7 +21,7 @@ from sim.config import SchedulerConfig
 from sim.errors import SimInputError
 from sim.generators import concurrency_workload, from_spec, parse_spec, poisson_workload
 from sim.metrics import request_metrics, summarize
-from sim.scheduler import Engine, run_steps
+from sim.scheduler import run_steps
 from sim.sweep import sweep_values
 from sim.timed import deployment, run_timed, run_with_timer
 from sim.workload import Workload
@@ -152,8 +152,6 @@ def test_semaphore_and_windows(async_scheduling, clients, n, overrides):
     run = run_with_timer(config, wl, _toy_timer)
     assert (run.finish_step > 0).all()
     _check_semaphore(run, clients)
-    single = Engine(config, wl, timer=_toy_timer, batch_quiet_runs=False).run()
-    _same_runs(run, single)
     if overrides.get("num_gpu_blocks"):
         assert run.total_preemptions > 0
 
@@ -235,7 +233,6 @@ def test_random_closed_loops(clients, n, blocks, seqs, asynchronous, caching, se
     )
     run = run_with_timer(config, wl, _toy_timer)
     _check_semaphore(run, clients)
-    _same_runs(run, Engine(config, wl, timer=_toy_timer, batch_quiet_runs=False).run())
 
 
 def test_command_line_runs_a_closed_loop():

@@ -4,6 +4,11 @@ Why: the two were written independently from SCHEDULER.md; on thousands of rando
 (hypothesis, derandomized so CI is deterministic) they must produce identical steps and
 per-request records, field by field, with the synchronous scheduler and with async scheduling
 (SCHEDULER.md g: placeholders, late finishes and frees, stale outputs of preempted requests).
+Two more properties draw workloads made of shared prefixes (`shared_prefix_scenarios`): prompts
+that are exactly their prefix (their output blocks are shared too: the reference's
+`Request.block_identity`), prefixes not a whole number of blocks, prompts shorter than their
+prefix, on pools small enough to preempt; those also hold the engine's Python loop to the
+reference where the compiled loop would replay them.
 A disagreement is reported as the first differing step and field, with the scenario hypothesis
 shrank it to. The reference itself is held to vLLM's
 recordings in test_reference_oracle.py. Until `sim.replay` exists, these tests are skipped with
@@ -17,8 +22,10 @@ import os
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests import reference_scheduler as ref
 from tests.scenarios import first_difference, invalid_configs, random_trace, scenarios
@@ -54,11 +61,64 @@ def sim_input_error() -> type[Exception]:
 
 
 def assert_same(engine: ModuleType, scenario: dict[str, Any]) -> None:
-    """Both replays of the scenario are identical, or the first difference is the failure."""
+    """Both replays of the scenario are identical, or the first difference is the failure.
+
+    The reference counts a `prefix_tokens` longer than the prompt up to the prompt; the engine's
+    workload refuses one (sim/workload.py), so it is given the prompt length instead."""
     want = ref.replay(scenario)
-    got = engine.replay(scenario)
+    clamped = [
+        dict(r, prefix_tokens=min(r["prefix_tokens"], r["prompt_len"]))
+        if "prefix_tokens" in r
+        else r
+        for r in scenario["requests"]
+    ]
+    got = engine.replay(dict(scenario, requests=clamped))
     diff = first_difference(got, want)
     assert diff is None, f"engine vs reference: {diff}"
+
+
+@st.composite
+def shared_prefix_scenarios(draw: st.DrawFn, async_scheduling: bool) -> dict[str, Any]:
+    """`scenarios`' settings (prefix caching on) with a workload of shared prefixes.
+
+    Each request either has no prefix, or one of up to three prefixes (lengths often not a whole
+    number of blocks, sometimes exactly whole) and a prompt that is exactly that prefix (so that
+    several requests have the same prompt, whose output blocks vLLM shares once they are
+    preempted and come back), longer than it, or shorter than it (`prefix_tokens` > prompt)."""
+    base = draw(scenarios(prefix_caching=True, async_scheduling=async_scheduling))
+    settings_ = base["settings"]
+    bs, mml = settings_["block_size"], settings_["max_model_len"]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_prefixes = int(rng.integers(1, 4))
+    lens = rng.integers(1, mml, size=n_prefixes)
+    whole = rng.random(n_prefixes) < 0.3  # some prefixes a whole number of blocks
+    lens = np.where(whole, np.maximum(lens // bs, 1) * bs, lens)
+    lens = np.minimum(lens, mml - 1)
+    max_output = int(rng.choice([4, 16, 48, 120]))
+    requests = []
+    for i, old in enumerate(base["requests"]):
+        req = {**old, "id": f"s{i:03d}", "output_len": int(rng.integers(1, max_output + 1))}
+        req.pop("prefix_id", None)
+        req.pop("prefix_tokens", None)
+        kind = rng.choice(["none", "exact", "exact", "longer", "shorter"])
+        pid = int(rng.integers(0, n_prefixes))
+        plen = int(lens[pid])
+        if kind == "exact":
+            req["prompt_len"] = plen
+        elif kind == "longer" and plen < mml - 1:
+            req["prompt_len"] = int(rng.integers(plen + 1, min(plen + 3 * bs, mml - 1) + 1))
+        elif kind == "shorter" and plen > 1:
+            req["prompt_len"] = int(rng.integers(1, plen))
+        if kind != "none":
+            req["prefix_id"] = pid
+            req["prefix_tokens"] = plen
+        requests.append(req)
+    # The same bound on the work as `scenarios`: a few thousand steps at most.
+    threshold = settings_["long_prefill_token_threshold"] or settings_["max_num_batched_tokens"]
+    limit = 2000 * min(settings_["max_num_batched_tokens"], threshold)
+    while len(requests) > 1 and sum(r["prompt_len"] + r["output_len"] for r in requests) > limit:
+        requests.pop()
+    return {"settings": settings_, "requests": requests}
 
 
 @HYPOTHESIS
@@ -79,6 +139,85 @@ def test_priority_random_scenarios(engine: ModuleType, scenario: dict[str, Any])
 @given(scenario=scenarios(prefix_caching=True))
 def test_prefix_caching_random_scenarios(engine: ModuleType, scenario: dict[str, Any]) -> None:
     """Prefix caching with shared prefixes, either policy: hits, sharing, LRU eviction."""
+    assert_same(engine, scenario)
+
+
+SHARED = HYPOTHESIS  # ~8 s per property at 250 examples
+
+
+@SHARED
+@given(scenario=shared_prefix_scenarios(async_scheduling=False))
+def test_shared_prefix_random_scenarios(engine: ModuleType, scenario: dict[str, Any]) -> None:
+    """Shared prefixes, prompts that are exactly their prefix or shorter: hits on prefix blocks
+    and, after a preemption, on output blocks another request with the same prompt computed."""
+    assert_same(engine, scenario)
+
+
+@SHARED
+@given(scenario=shared_prefix_scenarios(async_scheduling=True))
+def test_async_shared_prefix_random_scenarios(engine: ModuleType, scenario: dict[str, Any]) -> None:
+    """The same under async scheduling: output blocks hashed when their output is processed."""
+    assert_same(engine, scenario)
+
+
+def test_shared_prefix_scenarios_cover_the_cases() -> None:
+    """The generator draws what it is for: prompts equal to, longer than and shorter than
+    their prefix, prefixes not a whole number of blocks, and preemptions."""
+    seen: set[str] = set()
+    preempted = 0
+
+    @settings(HYPOTHESIS, max_examples=60)
+    @given(scenario=shared_prefix_scenarios(async_scheduling=False))
+    def collect(scenario: dict[str, Any]) -> None:
+        nonlocal preempted
+        bs = scenario["settings"]["block_size"]
+        for r in scenario["requests"]:
+            if "prefix_id" not in r:
+                continue
+            p, t = r["prompt_len"], r["prefix_tokens"]
+            seen.add("exact" if p == t else "longer" if p > t else "shorter")
+            if t % bs:
+                seen.add("partial")
+        preempted += sum(x["num_preemptions"] for x in ref.replay(scenario)["per_request"].values())
+
+    collect()
+    assert seen == {"exact", "longer", "shorter", "partial"}
+    assert preempted > 0
+
+
+def test_a_blocked_head_whose_cache_hit_is_evicted_is_admitted(engine: ModuleType) -> None:
+    """Found by `shared_prefix_scenarios`: at step 28 s004 decodes into a new block, taken from
+    the free queue's front, which evicts the one cached prefix block s006 would hit. s006's
+    chunk is cut by the budget (15 tokens), so without the hit it needs one block less and is
+    admitted into the last free block; the engine must not batch that step into a quiet run
+    that assumed the head stays blocked (it did, with or without prompts equal to prefixes)."""
+    settings_ = {
+        "max_num_batched_tokens": 16,
+        "max_num_seqs": 2,
+        "max_model_len": 64,
+        "block_size": 16,
+        "num_gpu_blocks": 5,
+        "enable_chunked_prefill": True,
+        "enable_prefix_caching": True,
+        "policy": "priority",
+        "long_prefill_token_threshold": 0,
+        "watermark": 0.0,
+        "scheduler_reserve_full_isl": False,
+        "async_scheduling": True,
+        "max_steps": 20000,
+    }
+    rows = [(38, 3, 2, 0, 38), (32, 1, 2, 1, 32), (43, 1, 1), (47, 4, 0, 1, 32)]
+    rows += [(32, 4, 2, 1, 32), (49, 3, 1), (35, 4, 2, 0, 38)]
+    requests = []
+    for i, (prompt, output, priority, *prefix) in enumerate(rows):
+        req = {"id": f"s00{i}", "prompt_len": prompt, "output_len": output, "arrival_step": 1}
+        req["priority"] = priority
+        if prefix:
+            req["prefix_id"], req["prefix_tokens"] = prefix
+        requests.append(req)
+    scenario = {"settings": settings_, "requests": requests}
+    step = ref.replay(scenario)["steps"][27]
+    assert step["num_scheduled_tokens"] == {"s004": 1, "s006": 15}
     assert_same(engine, scenario)
 
 

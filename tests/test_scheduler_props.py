@@ -176,17 +176,14 @@ def test_step_runs_keep_every_invariant(case):
 
 @SETTINGS
 @given(BOTH.flatmap(lambda a: cases(async_scheduling=a)))
-def test_quiet_run_batching_and_determinism(case):
+def test_runs_are_deterministic(case):
     config, wl = case
-    batched = run_steps(config, wl, record_detail=True, max_steps=200_000)
+    first = run_steps(config, wl, record_detail=True, max_steps=200_000)
     again = run_steps(config, wl, record_detail=True, max_steps=200_000)
-    single = Engine(config, wl, record_detail=True, batch_quiet_runs=False, max_steps=200_000)
-    single = single.run()
-    assert to_schema(batched) == to_schema(again) == to_schema(single)
+    assert to_schema(first) == to_schema(again)
     for name in ("num_scheduled_tokens", "kv_read_tokens", "attn_pairs", "kv_blocks_used"):
-        np.testing.assert_array_equal(getattr(batched, name), getattr(single, name))
-    np.testing.assert_array_equal(batched.token_req, single.token_req)
-    np.testing.assert_array_equal(batched.token_step, single.token_step)
+        np.testing.assert_array_equal(getattr(first, name), getattr(again, name))
+    np.testing.assert_array_equal(first.token_req, again.token_req)
 
 
 def _toy_timer(q, s, kv, attn):
@@ -207,11 +204,6 @@ def test_timed_runs_move_forward_and_respect_arrivals(case):
     assert np.all(start_of_first >= wl.arrival_s)
     np.testing.assert_allclose(run.first_token_s, ends[run.first_token_step - 1])
     np.testing.assert_allclose(run.finish_s, ends[run.finish_step - 1])
-    single = Engine(config, wl, timer=_toy_timer, batch_quiet_runs=False, max_steps=200_000)
-    single = single.run()
-    np.testing.assert_array_equal(run.num_scheduled_tokens, single.num_scheduled_tokens)
-    np.testing.assert_allclose(run.step_start_s, single.step_start_s, rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(run.token_req, single.token_req)
 
 
 @SETTINGS
@@ -236,9 +228,10 @@ def test_a_run_paused_and_resumed_is_the_same_run(case, pause):
     ("gpu", "rate_per_s", "async_scheduling"),
     [("H100-SXM", 12.0, False), ("L4", 2.0, False), ("A100-80GB", 8.0, True)],
 )
-def test_timed_windows_match_single_steps_under_the_cost_model(gpu, rate_per_s, async_scheduling):
-    """With the calibrated cost model (not affine: tiles, a roofline), the windows' guessed
-    landing steps must still end where single steps do: the same steps, tokens and clock."""
+def test_the_loops_pricing_is_the_cost_models_step_by_step(gpu, rate_per_s, async_scheduling):
+    """With the calibrated cost model (not affine: tiles, a roofline), the loop's own pricing
+    (the model's tables, sim/engine/pricing.py) and the model asked step by step from Python
+    give the same steps, tokens and clock."""
     from sim.generators import poisson_workload
     from sim.timed import config_for, deployment, timer_for
 
@@ -248,12 +241,12 @@ def test_timed_windows_match_single_steps_under_the_cost_model(gpu, rate_per_s, 
         300, rate_per_s, prompt="lognormal:800:0.8", output="lognormal:200:0.8", seed=11
     )
     timer = timer_for(dep, async_scheduling=async_scheduling)
-    windows = Engine(config, wl, timer=timer).run()
-    single = Engine(config, wl, timer=timer, batch_quiet_runs=False).run()
-    assert windows.num_steps == single.num_steps > 300
-    np.testing.assert_array_equal(windows.num_scheduled_tokens, single.num_scheduled_tokens)
-    np.testing.assert_array_equal(windows.token_req, single.token_req)
-    np.testing.assert_allclose(windows.step_start_s, single.step_start_s, rtol=0, atol=1e-9)
+    inside = Engine(config, wl, timer=timer).run()
+    asked = Engine(config, wl, timer=lambda *shape: timer(*shape)).run()
+    assert inside.num_steps == asked.num_steps > 300
+    np.testing.assert_array_equal(inside.num_scheduled_tokens, asked.num_scheduled_tokens)
+    np.testing.assert_array_equal(inside.token_req, asked.token_req)
+    np.testing.assert_allclose(inside.step_start_s, asked.step_start_s, rtol=0, atol=1e-9)
 
 
 @SETTINGS

@@ -99,9 +99,9 @@ def test_the_page_shows_the_readout_of_the_sample():
 
 
 def test_progress_is_reported_while_a_run_goes(monkeypatch):
-    import sim.scheduler
+    import sim.engine.engine
 
-    monkeypatch.setattr(sim.scheduler, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(sim.engine.engine, "PROGRESS_EVERY_S", 0.0)
     seen: list[tuple[int, int]] = []
     trace = tool.load(GOOD, "t.csv", MML)
     dep = deployment("L4", "Llama-3.1-8B")
@@ -162,3 +162,204 @@ def test_request_ids_that_look_like_formulas_download_as_text():
     table = pd.read_csv(io.BytesIO(tool.per_request_csv(r)), dtype={"request_id": str})
     assert set(table["request_id"]) == {"'" + x for x in ids}
     assert pd.api.types.is_numeric_dtype(table["ttft_ms"])
+
+
+AZURE = (
+    b"TIMESTAMP,ContextTokens,GeneratedTokens\n"
+    b"2023-11-16 18:15:46.6805900,374,44\n"
+    b"2023-11-16 18:15:50.9951690,396,109\n"
+    b"2023-11-16 18:15:51.1000000,1200,0\n"
+    b"2023-11-16 18:15:52.0000000,4808,10\n"
+)
+
+
+def test_an_azure_upload_runs_and_says_what_was_mapped():
+    """Issue 39, item 5: a published trace uploads as it comes; a plain line under the upload
+    says what was mapped, and the runs are those of the mapped workload."""
+    import markdown_it
+
+    at = run_page("views/trace.py", timeout=120)
+    at.selectbox(key="w:trc-trace").set_value("upload").run()
+    assert at.file_uploader[0].allowed_type == [".csv", ".jsonl"]
+    at.file_uploader[0].set_value(("AzureLLMInferenceTrace_code.csv", AZURE, "text/csv")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [c.value for c in at.caption if "What was read" in c.value]
+    assert len(said) == 1
+    html = markdown_it.MarkdownIt("gfm-like").enable("linkify").render(said[0])
+    for words in ("Azure LLM inference trace", "3 requests", "skipped 1 row with 0"):
+        assert words in html, html
+    p = tool.Params()
+    trace = tool.load(AZURE, "AzureLLMInferenceTrace_code.csv", tool.max_model_len(p))
+    assert trace.format == "azure" and trace.workload.num_requests == 3
+    a = tool.run_side(p, "a", trace)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["TTFT p99, A"] == f"{a.ttft_p99_ms:,.0f} ms"
+
+
+def test_a_column_name_in_the_mapped_line_stays_plain_text():
+    """The "what was mapped" line quotes the upload's unused column names: data, never a link."""
+    import markdown_it
+
+    from lessons.kit import story
+    from lessons.kit.controls import shown
+
+    data = b"Timestamp,Request tokens,Response tokens,[x](http://evil.example) **b**\n1,5,6,a\n"
+    trace = tool.load(data, "b.csv", MML)
+    assert trace.format == "burstgpt" and "[x](http://evil.example)" in trace.mapped
+    said = story.text(
+        tool.TEXT, "mapped", None, description=shown(trace.mapped, limit=tool.MAPPED_CHARS)
+    )
+    html = markdown_it.MarkdownIt("gfm-like").enable("linkify").render(said)
+    for tag in ("<a", "<strong>", "<em"):
+        assert tag not in html, html
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 39, item 2: a pasted `vllm serve` command is side A (and the deployment of both sides)
+
+BOX = "w:trc-a-serve"
+
+
+def _paste(at, command: str):
+    at.text_area(key=BOX).set_value(command).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _table(at) -> dict[str, tuple[str, str]]:
+    frame = at.dataframe[0].value
+    return {row[""]: (row["A"], row["B"]) for _, row in frame.iterrows()}
+
+
+def _rendered(markdown: str) -> str:
+    import markdown_it
+
+    return markdown_it.MarkdownIt("gfm-like").enable("linkify").render(markdown)
+
+
+def test_a_pasted_command_is_what_side_a_runs():
+    """The command's model, limits and policy are side A's run, priced on the command's model
+    for both sides; side B is the same command with B's controls on top."""
+    from sim.serve_args import config_from_serve, parse_serve_command
+
+    command = (
+        "vllm serve Qwen/Qwen2.5-7B-Instruct \\\n"
+        "    --max-num-seqs 6 --max-num-batched-tokens 1024 \\\n"
+        "    --scheduling-policy priority --port 8000"
+    )
+    at = _paste(run_page("views/trace.py", timeout=120), command)
+    assert not at.error
+    p = tool.Params(a_serve=command)
+    trace = tool.sample("chat", tool.max_model_len(p))
+    dep, config = config_from_serve(parse_serve_command(command), p.gpu)
+    direct = summarize(run_timed(config, trace.workload, dep))
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["TTFT p99, A"] == f"{direct['ttft_ms']['p99']:,.0f} ms"
+    today = tool.run_side(tool.Params(), "a", trace)  # the box empty: 8B, 256 sequences
+    assert shown["TTFT p99, A"] != f"{today.ttft_p99_ms:,.0f} ms"
+    table = _table(at)
+    assert table["max_num_seqs"][0] == str(config.max_num_seqs) == "6"
+    assert table["max_num_batched_tokens"][0] == str(config.max_num_batched_tokens) == "1024"
+    assert table["policy"][0] == config.policy.upper() == "PRIORITY"
+    assert table["KV cache blocks"][0] == str(config.num_gpu_blocks)
+    assert table["async scheduling"] == ("on", "on")  # vllm serve's default, on both sides
+    # B: the command, with B's controls (2,048 tokens, 128 sequences, FCFS, no caching)
+    b_config = config_for(
+        dep, max_num_batched_tokens=2048, max_num_seqs=128, gpu_memory_utilization=0.92,
+        enable_prefix_caching=False, async_scheduling=True,
+    )  # fmt: skip
+    b_direct = summarize(run_timed(b_config, trace.workload, dep))
+    assert shown["TTFT p99, B"] == f"{b_direct['ttft_ms']['p99']:,.0f} ms"
+    summary = [m.value for m in at.markdown if "arriving over" in m.value]
+    assert " ".join(summary[0].split()).endswith("on H100-SXM with Qwen2.5-7B.")
+    # what was read, line by line, as plain text; the model's controls give way to it
+    assert at.code[0].value.splitlines() == list(parse_serve_command(command).mapped)
+    assert "--port 8000 -> not used" in at.code[0].value
+    assert {s.key for s in at.selectbox} & {"w:model", "w:dtype", "w:tp", "w:trc-a-policy"} == set()
+    assert at.query_params["trc-a-serve"] == command  # the link reproduces the page
+
+
+def test_an_fp8_kv_cache_doubles_side_a_s_pool():
+    from sim.models import kv_pool
+
+    at = run_page("views/trace.py", timeout=120)
+    base = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-batched-tokens 8192"
+    sixteen = int(_table(_paste(at, base))["KV cache blocks"][0])
+    eight = int(_table(_paste(at, base + " --kv-cache-dtype fp8"))["KV cache blocks"][0])
+    pool = kv_pool(
+        "H100-SXM", "Llama-3.1-8B", gpu_memory_utilization=0.92, max_num_batched_tokens=8192
+    )
+    assert sixteen == pool.num_gpu_blocks
+    assert eight == int(pool.kv_pool_gib * 2**30 // (pool.block_bytes // 2))
+    assert 1.99 < eight / sixteen < 2.01
+
+
+@pytest.mark.parametrize(
+    ("command", "names"),
+    [
+        (
+            "vllm serve acme/SuperLM-13B-Instruct --max-num-seqs 8",
+            "model 'acme/SuperLM-13B-Instruct'",
+        ),
+        ("vllm serve meta-llama/Llama-3.1-8B-Instruct --enable-lora", "vLLM flag --enable-lora"),
+        ("python serve.py --fast", "not a vllm serve command"),
+        ("vllm serve meta-llama/Llama-3.1-70B-Instruct", "does not fit on 1 x H100-SXM"),
+    ],
+)
+def test_a_command_that_cannot_run_gets_one_plain_line_naming_why(command, names):
+    at = _paste(run_page("views/trace.py", timeout=120), command)
+    said = [e.value for e in at.error]
+    assert len(said) == 1 and said[0].startswith("This command cannot be run:")
+    assert names in _rendered(said[0]).replace("&#x27;", "'").replace("\u200b", "")
+    assert said[0].endswith("Side A uses its own settings below instead.")
+    assert {"w:trc-a-defaults", "w:trc-b-defaults"} <= {t.key for t in at.toggle}
+    # the page runs as with an empty box, as it does for a bad link value
+    p = tool.Params()
+    trace = tool.sample("chat", tool.max_model_len(p))
+    today = tool.run_side(p, "a", trace)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["TTFT p99, A"] == f"{today.ttft_p99_ms:,.0f} ms"
+    assert len(at.get("plotly_chart")) == 3 and "KV cache blocks" not in _table(at)
+    at.text_area(key=BOX).set_value("").run()
+    assert not at.error and not at.exception
+
+
+def test_markdown_in_a_pasted_command_stays_plain_text():
+    """The command is data: Markdown in it (a link, bold) renders as nothing but text, in the
+    message for a bad one and in the lines read from a good one."""
+    at = run_page("views/trace.py", timeout=120)
+    _paste(at, "vllm serve '[x](http://e.com) **b**'")
+    html = _rendered(at.error[0].value)
+    for tag in ("<a", "<strong", "<em", "<code"):
+        assert tag not in html, html
+    assert "model '[x](h\u200bttp://e.com) **b**' is not in the catalog" in html.replace(
+        "&#x27;", "'"
+    )
+    good = "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name '[y](http://e.com)'"
+    _paste(at, good)
+    assert not at.error
+    assert "--served-model-name [y](http://e.com) -> not used" in at.code[0].value
+    assert not any("e.com" in m.value for m in [*at.markdown, *at.caption])
+
+
+def test_a_command_from_a_link_opens_in_the_box_and_a_too_long_one_is_reported():
+    command = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 32"
+    at = run_page("views/trace.py", query={"trc-a-serve": command}, timeout=120)
+    assert at.text_area(key=BOX).value == command
+    assert _table(at)["max_num_seqs"][0] == "32"
+    hostile = "[x](https://evil.example) " + "z" * tool.SERVE_CHARS
+    at = run_page("views/trace.py", query={"trc-a-serve": hostile}, timeout=120)
+    notes = [w.value for w in at.warning if "This link sets trc-a-serve" in w.value]
+    assert len(notes) == 1 and "<a" not in _rendered(notes[0]) and len(notes[0]) < 400
+    assert at.text_area(key=BOX).value == "" and "KV cache blocks" not in _table(at)
+
+
+def test_an_empty_box_leaves_side_a_as_it_was():
+    p = tool.Params()
+    assert tool.serve_args(p.a_serve) is None and tool.show_if("  \n", p.gpu) is tool.SHOW_IF
+    assert tool._config(p, "a") == tool._config(tool.Params(a_serve=" "), "a")
+    from lessons.kit.limits import effective
+
+    budget, seqs = effective(p.gpu, True, 0, 0)  # vLLM's two limits for the GPU, as before
+    dep = deployment(p.gpu, p.model)
+    assert tool._config(p, "a") == config_for(dep, max_num_batched_tokens=budget, max_num_seqs=seqs)

@@ -1,16 +1,26 @@
-"""Your own trace (Playground): a CSV trace in the command line's format, run under two
-configurations of the same deployment, compared. Params, loading and build(p, trace) -> Readout.
+"""Your own trace (Playground): a trace in the command line's CSV format or a published one
+(Azure, BurstGPT, Mooncake), run under two configurations of the same deployment, compared.
+Params, loading and build(p, trace) -> Readout.
 
-A trace is the file `python -m sim simulate --workload trace.csv` reads (sim.trace: one message
-naming the bad rows for anything it refuses); the page also refuses a file over MAX_UPLOAD_MB
+A trace is the file `python -m sim simulate --workload FILE` reads (sim.trace_formats: the
+format told by its first line, one plain line saying what was mapped, one message naming the
+bad rows for anything it refuses); the page also refuses a file over MAX_UPLOAD_MB
 and one of more than MAX_REQUESTS requests. Two sample traces ship with the app (samples/,
 written by scripts/make_sample_traces.py), so the page works without an upload. Each side is a
 timed run (sim.timed.run_timed, the synchronous scheduler) kept in a small cache keyed by the
 file's digest and the side's settings, so moving a control of one side reruns that side only.
+
+A pasted `vllm serve MODEL --flag ...` command (`a_serve`, read by sim.serve_args) makes the
+deployment (model, TP, weights, KV cache dtype, pool) of both sides and all of side A, with
+`vllm serve`'s defaults for the GPU wherever the command is silent; side B is the same command
+with B's five controls applied on top, so the table compares the learner's deployment with one
+change. An empty box is the page as it was: the deployment controls, and A's own controls; so
+is a command that cannot run, under one plain line saying why (as a bad link value is).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 from collections import OrderedDict
@@ -21,16 +31,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lessons.kit import shared
-from lessons.kit.controls import Choice, Integer, Steps, Toggle, control, shown
+from lessons.kit import shared, story
+from lessons.kit.controls import Choice, Integer, Steps, Text, Toggle, control, shown
 from lessons.kit.limits import BUDGETS, effective
 from lessons.kit.tables import safe_cell
 from sim.config import SchedulerConfig
 from sim.errors import SimInputError
 from sim.metrics import measure, request_table, summarize
 from sim.policy import TEACHING_POLICIES
+from sim.serve_args import ServeArgs, config_from_serve, parse_serve_command
 from sim.timed import config_for, deployment, run_timed
-from sim.trace import read_trace_csv
+from sim.trace_formats import read_trace
 from sim.workload import Workload
 
 PREFIX = "trc"
@@ -51,9 +62,13 @@ def trace_name(key: str) -> str:
 
 
 MAX_UPLOAD_MB = 20
+UPLOAD_TYPES = ("csv", "jsonl")  # our CSV, Azure's and BurstGPT's; Mooncake's JSONL
+MAPPED_CHARS = 1000  # the most of the "what was mapped" line the page shows
 MAX_REQUESTS = 200_000
 NAME_CHARS = 80  # the most of a file name the summary shows
 POLICIES = ("fcfs", "priority", *TEACHING_POLICIES)
+SERVE_CHARS = 2000  # the most of a pasted command the box (and a link) takes
+SERVE_ROWS = ("model", "dtype", "tp")  # deployment controls a pasted command replaces
 _CACHE: OrderedDict[tuple, Side] = OrderedDict()
 _CACHE_SIZE = 8
 
@@ -112,6 +127,15 @@ class Params(shared.Deployment):
     b_seqs: int = _B[2]
     b_policy: str = _B[3]
     b_caching: bool = _B[4]
+    a_serve: str = control(
+        "",
+        Text(
+            story.text(TEXT, "serve-label"),
+            key="a-serve",
+            max_chars=SERVE_CHARS,
+            expects="a vllm serve command",
+        ),
+    )
 
 
 SHOW_IF = {
@@ -121,13 +145,50 @@ SHOW_IF = {
 }
 
 
+def show_if(command: str, gpu: str) -> dict:
+    """SHOW_IF, and with a command in the box that runs on `gpu`: A's controls and the
+    deployment's hidden (the command sets them). A command that cannot run hides nothing."""
+    try:
+        if _checked(command, gpu) is None:
+            return SHOW_IF
+    except SimInputError:
+        return SHOW_IF
+    hidden = [f"a_{k}" for k in ("defaults", "budget", "seqs", "policy", "caching")]
+    return SHOW_IF | {name: (lambda chosen: False) for name in (*hidden, *SERVE_ROWS)}
+
+
+def serve_args(command: str) -> ServeArgs | None:
+    """The box's command read (None: an empty box); SimInputError, one line, if it cannot be."""
+    if not command.strip():
+        return None
+    if len(command) > SERVE_CHARS:
+        raise SimInputError(f"the command is longer than {SERVE_CHARS:,} characters")
+    return parse_serve_command(command)
+
+
+def serving(p: Params) -> ServeArgs | None:
+    """The pasted command of `p`, read and checked on its GPU (SimInputError if it cannot run
+    there: FP8 weights on a GPU without FP8, a model too big for its GPUs...)."""
+    return _checked(p.a_serve, p.gpu)
+
+
+def _checked(command: str, gpu: str) -> ServeArgs | None:
+    args = serve_args(command)
+    if args is not None:
+        config_from_serve(args, gpu)
+    return args
+
+
 @dataclass(frozen=True)
 class Trace:
-    """A loaded trace: its requests, its name (as given: data, shown as plain text), a digest."""
+    """A loaded trace: its requests, its name (as given: data, shown as plain text), a digest,
+    its format (sim.trace_formats.FORMATS) and the plain line saying what was mapped."""
 
     workload: Workload
     name: str
     digest: str
+    format: str = "stepwise"
+    mapped: str = ""
 
 
 def load(data: bytes, name: str, max_model_len: int) -> Trace:
@@ -136,13 +197,13 @@ def load(data: bytes, name: str, max_model_len: int) -> Trace:
         raise SimInputError(f"{name} is over {MAX_UPLOAD_MB} MB, the limit for an upload")
     buffer = io.BytesIO(data)
     buffer.name = name
-    workload = read_trace_csv(buffer, max_model_len=max_model_len)
+    workload, fmt, mapped = read_trace(buffer, max_model_len=max_model_len)
     if workload.num_requests > MAX_REQUESTS:
         raise SimInputError(
             f"{name} has {workload.num_requests:,} requests; the app runs up to {MAX_REQUESTS:,} "
             "(the command line takes up to 1,000,000)"
         )
-    return Trace(workload, name, hashlib.sha256(data).hexdigest())
+    return Trace(workload, name, hashlib.sha256(data).hexdigest(), fmt, mapped)
 
 
 def sample(key: str, max_model_len: int) -> Trace:
@@ -151,8 +212,20 @@ def sample(key: str, max_model_len: int) -> Trace:
 
 
 def max_model_len(p: Params) -> int:
-    """The longest prompt the deployment takes (the catalog's context length)."""
+    """The longest prompt the deployment takes (the catalog's context length, or the pasted
+    command's --max-model-len)."""
+    if serving(p) is not None:
+        return _config(p, "a").max_model_len
     return config_for(deployment(p.gpu, p.model, tp=p.tp, dtype=p.dtype)).max_model_len
+
+
+def deployment_of(p: Params):
+    """The deployment both sides run (sim.cost.Deployment): the pasted command's, else the
+    page's GPU, model, TP and weights."""
+    args = serve_args(p.a_serve)
+    if args is not None:
+        return config_from_serve(args, p.gpu)[0]
+    return deployment(p.gpu, p.model, tp=p.tp, dtype=p.dtype)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,6 +237,8 @@ class Side:
     max_num_seqs: int
     policy: str
     prefix_caching: bool
+    num_gpu_blocks: int
+    async_scheduling: bool
     summary: dict
     requests: pd.DataFrame
     ttft_p99_ms: float
@@ -175,8 +250,11 @@ class Side:
 
 
 def _config(p: Params, side: str) -> SchedulerConfig:
-    dep = deployment(p.gpu, p.model, tp=p.tp, dtype=p.dtype)
     get = lambda k: getattr(p, f"{side}_{k}")  # noqa: E731
+    args = serve_args(p.a_serve)
+    if args is not None:
+        return _served(p, args, side)
+    dep = deployment(p.gpu, p.model, tp=p.tp, dtype=p.dtype)
     budget, seqs = effective(p.gpu, get("defaults"), get("budget"), get("seqs"))
     return config_for(
         dep,
@@ -185,6 +263,20 @@ def _config(p: Params, side: str) -> SchedulerConfig:
         policy=get("policy"),
         enable_prefix_caching=get("caching"),
     )
+
+
+def _served(p: Params, args: ServeArgs, side: str) -> SchedulerConfig:
+    """Side A: the command as pasted. Side B: the command with B's controls applied (B's
+    "defaults" leaves the two limits to `vllm serve`'s defaults for the GPU)."""
+    if side == "b":
+        kwargs = dict(args.scheduler_kwargs)
+        kwargs.pop("max_num_batched_tokens", None)
+        kwargs.pop("max_num_seqs", None)
+        if not p.b_defaults:
+            kwargs |= {"max_num_batched_tokens": p.b_budget, "max_num_seqs": p.b_seqs}
+        kwargs |= {"policy": p.b_policy, "enable_prefix_caching": p.b_caching}
+        args = dataclasses.replace(args, scheduler_kwargs=kwargs)
+    return config_from_serve(args, p.gpu)[1]
 
 
 def _number(value: float | None) -> float:
@@ -200,7 +292,7 @@ def run_side(
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    dep = deployment(p.gpu, p.model, tp=p.tp, dtype=p.dtype)
+    dep = deployment_of(p)
     run = run_timed(config, trace.workload, dep, progress=progress)
     measured = measure(run)
     s = summarize(run, measured=measured)
@@ -210,6 +302,8 @@ def run_side(
         max_num_seqs=config.max_num_seqs,
         policy=config.policy.upper(),
         prefix_caching=config.enable_prefix_caching,
+        num_gpu_blocks=config.num_gpu_blocks,
+        async_scheduling=config.async_scheduling,
         summary=s,
         requests=request_table(run, measured=measured),
         ttft_p99_ms=_number(s["ttft_ms"]["p99"]),
@@ -226,7 +320,7 @@ def run_side(
 
 
 def _key(p: Params, side: str, trace: Trace) -> tuple:
-    return (trace.digest, p.gpu, p.model, p.tp, p.dtype, _config(p, side))
+    return (trace.digest, deployment_of(p), _config(p, side))
 
 
 def is_cached(p: Params, side: str, trace: Trace) -> bool:
@@ -251,6 +345,7 @@ class Readout:
     b_more_throughput: bool
     any_preempted: bool
     any_rejected: bool
+    serving: bool = False  # side A is a pasted `vllm serve` command
 
 
 def build(trace: Trace, p: Params, a: Side, b: Side) -> Readout:
@@ -264,7 +359,7 @@ def build(trace: Trace, p: Params, a: Side, b: Side) -> Readout:
         mean_prompt=float(np.mean(wl.prompt_tokens)),
         mean_output=float(np.mean(wl.output_tokens)),
         gpu=p.gpu,
-        model=p.model,
+        model=deployment_of(p).model,
         a=a,
         b=b,
         ttft_ratio=float(ratio),
@@ -272,6 +367,7 @@ def build(trace: Trace, p: Params, a: Side, b: Side) -> Readout:
         b_more_throughput=bool(b.output_tokens_per_s > a.output_tokens_per_s),
         any_preempted=bool(a.preemptions or b.preemptions),
         any_rejected=bool(a.rejected or b.rejected),
+        serving=bool(p.a_serve.strip()),
     )
 
 
@@ -301,6 +397,10 @@ def comparison(r: Readout) -> pd.DataFrame:
     add("policy", r.a.policy, r.b.policy)
     add("prefix caching", "on" if r.a.prefix_caching else "off",
         "on" if r.b.prefix_caching else "off")  # fmt: skip
+    if r.serving:  # what a command sets that the controls do not show
+        add("KV cache blocks", r.a.num_gpu_blocks, r.b.num_gpu_blocks)
+        add("async scheduling", "on" if r.a.async_scheduling else "off",
+            "on" if r.b.async_scheduling else "off")  # fmt: skip
     for label, dist, q in ROWS:
         add(label, _fmt(r.a.summary[dist][q]), _fmt(r.b.summary[dist][q]))
     add("output tokens/s", _fmt(r.a.output_tokens_per_s), _fmt(r.b.output_tokens_per_s))

@@ -58,3 +58,34 @@ def test_the_upload_cap_is_on_screen_and_holds(page: Page, app_url: str, shots):
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
     zone.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "trace_upload_too_big.png"))
+
+
+def test_pasting_a_vllm_serve_command(page: Page, app_url: str, shots):
+    """Issue 39, item 2: a command pasted over several lines (backslash continuations) is side
+    A; what was read shows beside B's controls, and a command that cannot run gets one plain
+    line (Markdown in it stays text), with A's controls back."""
+    from tests.browser.helpers import READY
+
+    open_page(page, f"{app_url}/trace", charts=3)
+    box = page.locator("[data-testid=stTextArea] textarea")
+    command = (
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct \\\n"
+        "    --max-num-seqs 64 --kv-cache-dtype fp8 \\\n"
+        "    --max-num-batched-tokens 4096 --port 8000"
+    )
+    box.fill(command)
+    box.press("Control+Enter")
+    expect(page.get_by_text("--max-num-seqs 64 -> max_num_seqs = 64")).to_be_visible()
+    expect(page.get_by_text("A: policy")).to_have_count(0)
+    page.wait_for_function(READY, timeout=60_000)
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    box.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "trace_serve_command.png"))
+    box.fill("vllm serve '[x](http://evil.example) **b**'")
+    box.press("Control+Enter")
+    alert = page.get_by_text("This command cannot be run")
+    expect(alert).to_be_visible()
+    said = alert.inner_text().replace("\u200b", "")  # shown() breaks "http" for autolinks
+    assert "model '[x](http://evil.example) **b**' is not in the catalog" in said
+    assert page.locator("[data-testid=stMain] a[href*='evil']").count() == 0
+    expect(page.get_by_text("A: policy")).to_be_visible()
