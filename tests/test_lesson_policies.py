@@ -59,7 +59,55 @@ def test_every_figure_is_the_runs_own(default):
     bars = figures.classes(r)["data"]
     assert bars[0]["y"] == list(r.int_ttft_p99_s) and bars[1]["y"] == list(r.batch_ttft_p99_s)
     assert figures.waits(r)["data"][0]["y"] == list(r.max_wait_s)
-    assert figures.hits(r)["data"][0]["y"] == list(r.hit_pct)
+    assert figures.hits(r)["data"][0]["y"] == [*r.hit_pct, r.ca_hit_pct]
+
+
+def _overtaken_by_hand(run) -> tuple[int, int]:
+    """Requests scheduled in an earlier step than some earlier arrival, and the most later
+    arrivals scheduled before one request: pair by pair, from first_scheduled_step."""
+    arrival, step = list(run.arrival_s), list(run.first_scheduled_step)
+    n = len(arrival)
+    later = [(i, k) for i in range(n) for k in range(n) if arrival[k] > arrival[i]]
+    jumped = {k for i, k in later if step[k] < step[i]}
+    passed = [sum(1 for j, k in later if j == i and step[k] < step[i]) for i in range(n)]
+    return len(jumped), max(passed)
+
+
+def test_vllm_cache_aware_admission_is_run_beside_fcfs_and_prefix_aware(default):
+    r, made = default
+    run, fcfs = made.cache_aware, made.runs["fcfs"]
+    # vLLM 0.34's option on FCFS with prefix caching, the window on, the same requests
+    cfg = run.config
+    assert cfg.policy == "fcfs" and cfg.enable_prefix_caching
+    assert cfg.cache_aware_admission_window == pol.CA_WINDOW > 0
+    assert cfg.cache_aware_admission_threshold == pol.CA_THRESHOLD
+    np.testing.assert_array_equal(run.arrival_s, fcfs.arrival_s)
+    # the window acts on the opening stream: some request's first step is not FCFS's
+    assert not np.array_equal(run.first_scheduled_step, fcfs.first_scheduled_step)
+    assert r.ca_acts and not r.ca_idle
+    # what it buys, from its run
+    stats = run.prefix_cache
+    assert r.ca_hit_pct == pytest.approx(stats.hits / stats.queries * 100)
+    assert r.ca_hit_pct > r.fcfs_hit_pct + 1
+    classes = by_group(run, "priority")
+    assert r.ca_int_p99_s == pytest.approx(classes.ttft_ms_p99[0] / 1e3)
+    assert r.ca_int_p50_s == pytest.approx(classes.ttft_ms_p50[0] / 1e3)
+    # what it costs: fairness inside the window, none under plain FCFS
+    assert (r.ca_jumped, r.ca_passed_max) == _overtaken_by_hand(run)
+    assert r.ca_jumped > 0 and 0 < r.ca_passed_max < len(run.arrival_s)
+    assert pol.overtakes(fcfs) == _overtaken_by_hand(fcfs) == (0, 0)
+    # labelled as vLLM's own option, on the chart and in the text
+    assert figures.hits(r)["data"][0]["x"][-1] == "FCFS + CACHE-AWARE (vLLM 0.34)"
+    said = _says(r, "cache-aware")
+    assert "vLLM 0.34's own option, not a teaching policy" in said
+    assert f"**{r.ca_hit_pct:.0f}%**" in said and f"{r.ca_jumped} requests go before" in said
+    assert f"passed by {r.ca_passed_max} later" in said and f"{r.ca_int_p50_s:.1f} s" in said
+
+
+def test_cache_aware_admission_without_prefix_caching_is_said_to_be_plain_fcfs():
+    r = build(Params(prefix_caching=False))
+    assert not r.ca_acts and not r.ca_idle and r.ca_hit_pct == 0
+    assert "here it is plain FCFS" in _says(r, "cache-aware")
 
 
 def test_the_load_is_a_share_of_the_computed_capacity(default):

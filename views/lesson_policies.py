@@ -31,7 +31,7 @@ def answers(r) -> None:
     page.say(r, "tenants", "fcfs-tenants", "fair-holds")
     page.chart(figures.tenants(r), r, "tenants")
     page.ask("fair_share", folded=True)
-    page.say(r, "hits", "prefix-gain")
+    page.say(r, "hits", "prefix-gain", "cache-aware")
     page.chart(figures.hits(r), r, "hits")
     page.ask("prefix_aware", folded=True)
     with page.deeper("prefix"):

@@ -5,7 +5,8 @@
 - `classes`: TTFT p99 of each class under each policy;
 - `waits`: the longest wait (arrival to first step) under each policy, naming the request;
 - `tenants`: median TTFT of the heavy tenant and of the others under each policy;
-- `hits`: the prefix cache's hit rate under each policy;
+- `hits`: the prefix cache's hit rate under each policy, and under FCFS with vLLM 0.34's
+  cache-aware admission (a sixth bar: vLLM's option, not one of the lesson's policies);
 - `queue`: the chosen policy's waiting queue, animated over the run: one marker per request at
   the head of the queue, coloured by class, sized by job; it opens at the longest queue.
 
@@ -136,10 +137,14 @@ def tenants(r: Readout) -> dict:
 
 
 def hits(r: Readout) -> dict:
-    """Prefix-cache hit rate (hit tokens over prompt tokens) under each policy."""
+    """Prefix-cache hit rate (hit tokens over prompt tokens) under each policy, then under FCFS
+    with vLLM 0.34's cache-aware admission window."""
     words = labels()
-    text = {"text": [f"{v:.0f}%" for v in r.hit_pct], "textposition": "outside"}
-    return _policy_bars(r, "title-hits", "hit-axis", [(r.hit_pct, words["hit"], "cached", text)])
+    values = [*r.hit_pct, r.ca_hit_pct]
+    text = {"text": [f"{v:.0f}%" for v in values], "textposition": "outside"}
+    figure = _policy_bars(r, "title-hits", "hit-axis", [(values, words["hit"], "cached", text)])
+    figure["data"][0]["x"] = [*r.names, words["cache-aware"]]
+    return figure
 
 
 def _head(r: Readout, k: int) -> dict:

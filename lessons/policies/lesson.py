@@ -9,7 +9,9 @@ without its fill and drain; where a fast GPU runs them all at once, on a burst o
 holding CAPACITY_WAVES full batches). Each policy runs
 the same requests on the cost model's clock with per-step detail and vLLM's default async
 scheduling, so switching policy redraws from runs already made; the chosen one's waiting queue
-is animated.
+is animated. Beside them, one more run of the same requests: FCFS with vLLM 0.34's cache-aware
+admission (a window of CA_WINDOW waiting requests reordered by cached prompt tokens), compared on
+what it buys (hit rate, TTFT) and what it costs (requests admitted before earlier arrivals).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ ALIKE = 0.1  # two medians this close (relative) are "about the same"
 LOADS = (50, 70, 90, 100, 110, 120, 150, 200)
 MIXES = (30, 50, 70, 80, 90)
 HEAVY = (34, 50, 60, 70, 80)
+CA_WINDOW = 16  # vLLM 0.34's cache_aware_admission_window for the extra run
+CA_THRESHOLD = 0.5  # its cache_aware_admission_threshold (vLLM's default): KV usage to act from
 
 
 def policy_name(key: str) -> str:
@@ -130,6 +134,7 @@ class Runs:
     rate_per_s: float
     weights_fit: bool
     capacity_running: int  # the most requests the capacity's burst ran at once
+    cache_aware: Run  # FCFS with vLLM 0.34's cache-aware admission window, same requests
 
 
 def _base(dep: Deployment, fits: bool, caching: bool):
@@ -182,7 +187,25 @@ def runs_for(
         key: run_timed(dataclasses.replace(base, policy=key), wl, dep, record_detail=True)
         for key in POLICIES
     }
-    return Runs(runs, capacity, rate, fits, full)
+    window = dataclasses.replace(
+        base,
+        policy="fcfs",
+        cache_aware_admission_window=CA_WINDOW,
+        cache_aware_admission_threshold=CA_THRESHOLD,
+    )
+    cache_aware = run_timed(window, wl, dep, record_detail=True)
+    return Runs(runs, capacity, rate, fits, full, cache_aware)
+
+
+def overtakes(run: Run) -> tuple[int, int]:
+    """Fairness of a run's admission order, from first_scheduled_step: how many requests were
+    scheduled in an earlier step than some request that arrived before them, and the most
+    later arrivals any one request saw scheduled before it. Both 0 under strict FCFS."""
+    order = np.argsort(np.asarray(run.arrival_s), kind="stable")
+    step = np.asarray(run.first_scheduled_step)[order]
+    passed = (step[None, :] < step[:, None]) & np.triu(np.ones((step.size,) * 2, bool), 1)
+    jumped = passed.any(axis=0)  # request k went before some earlier arrival
+    return int(jumped.sum()), int(passed.sum(axis=1).max(initial=0))
 
 
 def _stats(run: Run) -> dict:
@@ -262,6 +285,11 @@ def build(p: Params) -> Readout:
     builds = bool(each("peak_waiting").max() >= QUEUE_BUILDS)  # a queue worth the name
     a_heaviest = bool(np.bincount(wl.tenant, minlength=TENANTS).argmax() == 0)
     peak_running = int(np.max(made.runs[POLICIES[0]].num_running))  # the first policy's run
+    ca = _stats(made.cache_aware)
+    ca_jumped, ca_passed_max = overtakes(made.cache_aware)
+    ca_reorders = not np.array_equal(
+        made.cache_aware.first_scheduled_step, made.runs["fcfs"].first_scheduled_step
+    )
     return Readout(
         **scheduled(p, cfg, made.weights_fit, dtype=p.dtype),
         prefix_caching=p.prefix_caching,
@@ -357,6 +385,15 @@ def build(p: Params) -> Readout:
         best_hit_policy=policy_name(POLICIES[int(np.argmax(each("hit")))]),
         prefix_peak_waiting=pre["peak_waiting"],
         prefix_int_p50_s=pre["int_p50"],
+        ca_window=CA_WINDOW,
+        ca_threshold_pct=round(CA_THRESHOLD * 100),
+        ca_hit_pct=ca["hit"],
+        ca_int_p50_s=ca["int_p50"],
+        ca_int_p99_s=ca["int_p99"],
+        ca_jumped=ca_jumped,
+        ca_passed_max=ca_passed_max,
+        ca_acts=bool(p.prefix_caching and ca_reorders),
+        ca_idle=bool(p.prefix_caching and not ca_reorders),
         fcfs_int_p50_s=fcfs["int_p50"],
         sel_int_p99_s=sel["int_p99"],
         queue_empty=sel["peak_waiting"] == 0,

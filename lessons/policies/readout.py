@@ -116,6 +116,16 @@ class Readout(Scheduled):
     best_hit_policy: str
     prefix_peak_waiting: int  # the most requests waiting at once under PREFIX-AWARE
     prefix_int_p50_s: float
+    # FCFS with vLLM 0.34's cache-aware admission (lesson.Runs.cache_aware): not in POLICIES
+    ca_window: int  # cache_aware_admission_window
+    ca_threshold_pct: int  # cache_aware_admission_threshold, as a KV usage percentage
+    ca_hit_pct: float
+    ca_int_p50_s: float
+    ca_int_p99_s: float
+    ca_jumped: int  # requests scheduled before some earlier arrival (0 under FCFS)
+    ca_passed_max: int  # the most later arrivals scheduled before any one request
+    ca_acts: bool  # prefix caching on and the window changes some request's first step
+    ca_idle: bool  # prefix caching on, and the window changes no request's first step
     fcfs_int_p50_s: float
     # the chosen policy's figures
     sel_int_p99_s: float
