@@ -118,13 +118,20 @@ def test_every_animation_plays_and_pauses_on_a_projector(browser, app_url: str, 
 
 def test_slider_press_updates_chart(page: Page, app_url: str):
     open_page(page, app_url + "/step-cost", charts=3)
-    xs = "JSON.stringify(document.querySelector('" + CHART + "')._fullData.map(t => t.x))"
+    # null while Streamlit swaps the chart's element during the rerun (not a change yet)
+    xs = (
+        "(() => { const el = document.querySelector('" + CHART + "'); "
+        "return el && el._fullData ? JSON.stringify(el._fullData.map(t => t.x)) : null; })()"
+    )
     page.evaluate("() => { window.__xsBefore = " + xs + "; }")
     before = chart_state(page, 0)
     slider = page.get_by_role("slider", name="Prompt tokens in the step")
     slider.focus()
     slider.press("ArrowRight")
-    page.wait_for_function("() => " + xs + " !== window.__xsBefore", timeout=20_000)
+    page.wait_for_function(
+        "() => { const now = " + xs + "; return now !== null && now !== window.__xsBefore; }",
+        timeout=20_000,
+    )
     after = chart_state(page, 0)
     assert after["x"] != before["x"]
 
