@@ -3,19 +3,20 @@
 vLLM's scheduler asks its policy two things only (SCHEDULER.md c2, c4, d): where a request goes in
 the waiting queue (on arrival, and when it is preempted) and which running request to preempt when
 a running request cannot get KV blocks. Everything else (budget, blocks, chunking) is the core's.
-A policy here answers those two questions over NumPy arrays of request indices, so a teaching
-policy is one small class registered by name, without touching the scheduler.
+A policy here declares its answers as data (`engine_capabilities`): vLLM's FCFS deque or a rank
+per request for a sorted queue, and one of the engine's victim rules with its ranks. The rules
+themselves are written once, in the engine (sim/engine/kernel.py `_enqueue`, `_victim`,
+`_sort_by_cache`), so a teaching policy is one small class registered by name.
 
 `fcfs` and `priority` are vLLM's. `sjf` (shortest job first), `fair-share` (tenants take
 turns) and `prefix-aware` (cached prefixes first) are teaching policies that vLLM does not
-have. The first two keep their waiting queue sorted by a key fixed at arrival, so the
-scheduler's windows (sim/window.py) treat them as they treat `priority`; `prefix-aware` re-sorts
-the queue every step from the prefix cache (`reorder`), whose block pool the windows never use.
+have. The first two keep their waiting queue sorted by a key fixed at arrival, as `priority`
+does; `prefix-aware` re-sorts the FCFS queue every step by the blocks the prefix cache holds.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -83,22 +84,6 @@ class Policy(ABC):
         self.job_tokens = np.zeros(n, np.int64) if job_tokens is None else np.asarray(job_tokens)
         self.tenant = np.zeros(n, np.int64) if tenant is None else np.asarray(tenant, np.int64)
 
-    @abstractmethod
-    def enqueue(self, waiting: np.ndarray, arrived: np.ndarray) -> np.ndarray:
-        """The waiting queue (request indices, queue order) after `arrived` (list order) arrive."""
-
-    @abstractmethod
-    def requeue(self, waiting: np.ndarray, preempted: np.ndarray) -> np.ndarray:
-        """The waiting queue after `preempted` (in preemption order) are put back."""
-
-    @abstractmethod
-    def victim(self, running: np.ndarray) -> int:
-        """Position in `running` (running order) of the request to preempt."""
-
-    def reorder(self, waiting: np.ndarray, hit_blocks: np.ndarray) -> np.ndarray:
-        """The waiting queue for this step, given each waiting request's cached blocks now."""
-        return waiting
-
     def engine_capabilities(self) -> EngineCapabilities:
         """The queue and victim rules as the compiled engine runs them."""
         raise NotImplementedError(f"policy {self.name!r} declares no engine capabilities")
@@ -109,16 +94,6 @@ class FCFS(Policy):
 
     name = "fcfs"
     victim_is_last = True
-
-    def enqueue(self, waiting: np.ndarray, arrived: np.ndarray) -> np.ndarray:
-        return np.concatenate((waiting, arrived))
-
-    def requeue(self, waiting: np.ndarray, preempted: np.ndarray) -> np.ndarray:
-        # Each preempted request is appendleft-ed in turn: the most recently preempted is first.
-        return np.concatenate((preempted[::-1], waiting))
-
-    def victim(self, running: np.ndarray) -> int:
-        return int(running.shape[0] - 1)
 
     def engine_capabilities(self) -> EngineCapabilities:
         return EngineCapabilities(None, VICTIM_LAST, reorders_by_cache=self.dynamic)
@@ -140,15 +115,6 @@ class _Ranked(Policy):
         self.queue_rank = np.empty(n, dtype=np.int64)
         self.queue_rank[order] = np.arange(n)
 
-    def _sorted(self, queue: np.ndarray) -> np.ndarray:
-        return queue[np.argsort(self.queue_rank[queue], kind="stable")]
-
-    def enqueue(self, waiting: np.ndarray, arrived: np.ndarray) -> np.ndarray:
-        return self._sorted(np.concatenate((waiting, arrived)))
-
-    def requeue(self, waiting: np.ndarray, preempted: np.ndarray) -> np.ndarray:
-        return self._sorted(np.concatenate((waiting, preempted)))
-
 
 class Priority(_Ranked):
     """vLLM's priority policy: a heap by (priority, arrival_time, request_id); victim = max
@@ -161,19 +127,9 @@ class Priority(_Ranked):
 
     def __init__(self, **keys) -> None:
         super().__init__(**keys)
-        n = self.priority.shape[0]
-        # Victim key (priority, arrival_time) without the id: equal keys stay equal, so argmax
-        # returns the first of them in running order, as Python's max() does.
-        pa = np.lexsort((self.arrival_time, self.priority))
-        sorted_keys = np.stack((self.priority[pa], self.arrival_time[pa]))
-        new_key = np.ones(n, dtype=bool)
-        if n > 1:
-            new_key[1:] = np.any(sorted_keys[:, 1:] != sorted_keys[:, :-1], axis=0)
-        self.victim_rank = np.empty(n, dtype=np.int64)
-        self.victim_rank[pa] = np.cumsum(new_key) - 1
-
-    def victim(self, running: np.ndarray) -> int:
-        return int(np.argmax(self.victim_rank[running]))
+        # Victim key (priority, arrival_time) without the id: equal keys share a rank, so the
+        # engine takes the first of them in running order, as Python's max() does.
+        self.victim_rank = _dense_rank(self.arrival_time, self.priority)
 
     def engine_capabilities(self) -> EngineCapabilities:
         return EngineCapabilities(self.queue_rank, VICTIM_RANK, self.victim_rank)
@@ -188,12 +144,6 @@ class ShortestJobFirst(_Ranked):
 
     def _keys(self) -> tuple[np.ndarray, ...]:
         return (self.job_tokens,)
-
-    def victim(self, running: np.ndarray) -> int:
-        job = self.job_tokens[running]
-        late = self.arrival_time[running]
-        best = np.flatnonzero(job == job.max())
-        return int(best[np.argmax(late[best])])
 
     def engine_capabilities(self) -> EngineCapabilities:
         rank = _dense_rank(self.arrival_time, self.job_tokens)
@@ -221,12 +171,6 @@ class FairShare(_Ranked):
         turn[order[by_tenant]] = within
         return (turn,)
 
-    def victim(self, running: np.ndarray) -> int:
-        t = self.tenant[running]
-        values, counts = np.unique(t, return_counts=True)
-        heavy = values[np.argmax(counts)]  # the most running requests (lowest tenant on a tie)
-        return int(np.flatnonzero(t == heavy)[-1])
-
     def engine_capabilities(self) -> EngineCapabilities:
         return EngineCapabilities(self.queue_rank, VICTIM_TENANT)
 
@@ -241,9 +185,6 @@ class PrefixAware(FCFS):
 
     name = "prefix-aware"
     dynamic = True
-
-    def reorder(self, waiting: np.ndarray, hit_blocks: np.ndarray) -> np.ndarray:
-        return waiting[np.argsort(-hit_blocks, kind="stable")]
 
 
 POLICY_REGISTRY: dict[str, Callable[..., Policy]] = {

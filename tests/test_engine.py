@@ -25,6 +25,7 @@ import pytest
 from sim.config import SchedulerConfig
 from sim.cost import Deployment
 from sim.engine.detail import FlatDetail
+from sim.engine.layout import LOG_COLUMNS
 from sim.generators import from_spec
 from sim.replay import replay
 from sim.scheduler import Engine
@@ -36,15 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 
 DISCRETE = (
-    "num_scheduled_tokens",
-    "num_scheduled_seqs",
-    "kv_read_tokens",
-    "attn_pairs",
-    "num_running",
-    "num_waiting",
-    "kv_blocks_used",
-    "num_preempted",
-    "num_finished",
+    *LOG_COLUMNS,  # every per-step column of the run
     "token_req",
     "token_step",
     "first_scheduled_step",

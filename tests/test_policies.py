@@ -53,22 +53,64 @@ def test_the_teaching_policies_are_registered_and_named_apart():
         )
 
 
+def _engine_arrays(p) -> tuple[np.ndarray, np.ndarray]:
+    """The request rows and config the engine's queue and victim rules read, from what the
+    policy declares (sim/engine/state.py fills the same rows)."""
+    from sim.engine import layout as L
+
+    caps = p.engine_capabilities()
+    n = p.priority.shape[0]
+    req = np.zeros((L.REQ_ROWS, n), dtype=np.int64)
+    if caps.queue_rank is not None:
+        req[L.QUEUE_RANK] = caps.queue_rank
+    if caps.victim_rank is not None:
+        req[L.VICTIM_KEY] = caps.victim_rank
+    req[L.TENANT] = np.unique(p.tenant, return_inverse=True)[1].reshape(-1)
+    cfg = np.zeros(L.CFG_ROWS, dtype=np.int64)
+    cfg[L.C_QUEUE] = L.QUEUE_DEQUE if caps.queue_rank is None else L.QUEUE_RANKED
+    cfg[L.C_VICTIM] = caps.victim_kind
+    return req, cfg
+
+
+def _queue(p, arrived, preempted=(), waiting=()) -> list[int]:
+    """The waiting queue the engine keeps (sim/engine/kernel.py `_enqueue`): `waiting` and
+    `arrived` join in order, then `preempted` go back in preemption order."""
+    from sim.engine import kernel
+    from sim.engine import layout as L
+    from sim.engine.queues import wait_at
+
+    req, cfg = _engine_arrays(p)
+    wait = np.zeros(req.shape[1] + 1, dtype=np.int64)
+    st = np.zeros(L.ST_ROWS, dtype=np.int64)
+    for r in [*waiting, *arrived]:
+        kernel._enqueue(req, cfg, wait, st, int(r), False)
+    for r in preempted:
+        kernel._enqueue(req, cfg, wait, st, int(r), True)
+    return [int(wait_at(wait, st, i)) for i in range(st[L.S_WAIT_LEN])]
+
+
+def _victim(p, running) -> int:
+    """The running request the engine preempts (sim/engine/kernel.py `_victim`)."""
+    from sim.engine import kernel
+
+    req, cfg = _engine_arrays(p)
+    run = np.asarray(running, dtype=np.int64)
+    tcount = np.zeros(p.tenant.shape[0] + 1, dtype=np.int64)  # tenant indices < n
+    return int(run[kernel._victim(req, cfg, run, run.shape[0], tcount)])
+
+
 def test_sjf_orders_by_job_size_and_preempts_the_largest():
     p = _policy("sjf", jobs=[50, 10, 30, 10])
-    queue = p.enqueue(np.zeros(0, dtype=np.int64), np.arange(4))
-    assert queue.tolist() == [1, 3, 2, 0]  # smallest first; equal jobs in arrival order
-    assert p.requeue(np.array([3, 2]), np.array([0, 1])).tolist() == [1, 3, 2, 0]
-    running = np.array([1, 0, 2])
-    assert running[p.victim(running)] == 0  # the largest job
+    assert _queue(p, range(4)) == [1, 3, 2, 0]  # smallest first; equal jobs in arrival order
+    assert _queue(p, [], preempted=[0, 1], waiting=[3, 2]) == [1, 3, 2, 0]
+    assert _victim(p, [1, 0, 2]) == 0  # the largest job
 
 
 def test_fair_share_takes_tenants_in_turn_and_preempts_the_heaviest():
     # tenant 0 sends four requests first, tenant 1 two, tenant 2 one
     p = _policy("fair-share", tenants=[0, 0, 0, 0, 1, 1, 2])
-    queue = p.enqueue(np.zeros(0, dtype=np.int64), np.arange(7))
-    assert queue.tolist() == [0, 4, 6, 1, 5, 2, 3]  # one of each tenant per round
-    running = np.array([0, 4, 1, 6, 2])
-    assert running[p.victim(running)] == 2  # tenant 0 runs three: its last admitted goes
+    assert _queue(p, range(7)) == [0, 4, 6, 1, 5, 2, 3]  # one of each tenant per round
+    assert _victim(p, [0, 4, 1, 6, 2]) == 2  # tenant 0 runs three: its last admitted goes
 
 
 def test_sjf_admits_the_short_job_before_the_long_one_in_a_run():
@@ -87,14 +129,21 @@ def test_sjf_admits_the_short_job_before_the_long_one_in_a_run():
 
 
 def test_prefix_aware_puts_the_most_cached_first_and_keeps_fcfs_among_equals():
+    from sim.engine import layout as L
+    from sim.engine.queues import wait_at, wait_sort_slots
+
     p = _policy("prefix-aware", jobs=[10] * 5)
-    assert p.dynamic and not _policy("fcfs", jobs=[10]).dynamic
-    queue = p.enqueue(np.zeros(0, dtype=np.int64), np.arange(5))
-    assert queue.tolist() == [0, 1, 2, 3, 4]  # arrivals at the tail, as FCFS
-    assert p.reorder(queue, np.array([0, 2, 0, 5, 2])).tolist() == [3, 1, 4, 0, 2]
-    assert p.requeue(np.array([1, 2]), np.array([4])).tolist() == [4, 1, 2]  # preempted first
-    running = np.array([2, 0, 1])
-    assert p.victim(running) == 2  # the last running, as FCFS
+    assert p.engine_capabilities().reorders_by_cache
+    assert not _policy("fcfs", jobs=[10]).engine_capabilities().reorders_by_cache
+    assert _queue(p, range(5)) == [0, 1, 2, 3, 4]  # arrivals at the tail, as FCFS
+    # the engine's sort of the whole queue by cached blocks (kernel `_sort_by_cache`)
+    wait = np.array([0, 1, 2, 3, 4, 0], dtype=np.int64)
+    st = np.zeros(L.ST_ROWS, dtype=np.int64)
+    st[L.S_WAIT_LEN] = 5
+    wait_sort_slots(wait, st, np.arange(5), 5, np.array([0, 2, 0, 5, 2]))
+    assert [int(wait_at(wait, st, i)) for i in range(5)] == [3, 1, 4, 0, 2]
+    assert _queue(p, [], preempted=[4], waiting=[1, 2]) == [4, 1, 2]  # preempted first
+    assert _victim(p, [2, 0, 1]) == 1  # the last running, as FCFS
 
 
 def test_prefix_aware_serves_a_cached_system_prompt_first_in_a_run():

@@ -129,7 +129,6 @@ from sim.engine.layout import (
     S_FINISHED,
     S_FREE,
     S_FTP_TOTAL,
-    S_LOG_LEN,
     S_PEND_LEN,
     S_PRICE_LAST,
     S_PRICE_PENDING,
@@ -704,7 +703,6 @@ def _step(
     tlog[T_START, row] = start
     tlog[T_MS, row] = ms
     st[S_STEP] = k
-    st[S_LOG_LEN] = k
     if nfin and not is_async:
         _drop_finished(req, st, run, wait, keep, False)
     if cfg[C_TRACE]:

@@ -79,7 +79,6 @@ H_KEY, H_HEAD, H_TAIL, H_ROWS = range(4)
     S_WAIT_HEAD,
     S_WAIT_LEN,
     S_PEND_LEN,  # async: requests whose output is in flight
-    S_LOG_LEN,  # step rows written
     S_TOK_LEN,  # token records written
     S_Q_QUERIES,  # PrefixCacheStats: never-preempted queries, hits, then preempted ones
     S_Q_HITS,
@@ -94,7 +93,7 @@ H_KEY, H_HEAD, H_TAIL, H_ROWS = range(4)
     S_PRICE_PENDING,  # 1: the last step waits for its time from a Python step-time model
     S_PRICE_LAST,  # ... and how many requests produced their last token in it (closed loop)
     ST_ROWS,
-) = range(28)
+) = range(27)
 
 # configuration `cfg` (int64)
 (
@@ -119,7 +118,6 @@ H_KEY, H_HEAD, H_TAIL, H_ROWS = range(4)
     C_TIMEOUT,  # 1: gateway timeout on
     C_KEY_STRIDE,  # blocks per identity group in a key
     C_CA_WINDOW,  # vLLM 0.34 cache-aware admission window (0: off)
-    C_TENANTS,
     C_MAX_STEPS,
     C_STOP_AT_MAX,
     C_N,
@@ -128,7 +126,7 @@ H_KEY, H_HEAD, H_TAIL, H_ROWS = range(4)
     C_TRACE,  # 1: record every step's block tables (sim/blocks.py BlockTrace)
     C_PRICE_CALLBACK,  # 1: a timed run priced by a Python step-time model, step by step
     CFG_ROWS,
-) = range(30)
+) = range(29)
 QUEUE_DEQUE, QUEUE_RANKED = 0, 1
 
 # float configuration `cfgf`
@@ -183,7 +181,6 @@ T_START, T_MS, TLOG_ROWS = range(3)
 
 # pricing constants `pc` (float64): see sim/engine/pricing.py
 (
-    P_ON,
     P_LAYERS,
     P_LATENCY_MS,
     P_PER_KV,
@@ -200,7 +197,7 @@ T_START, T_MS, TLOG_ROWS = range(3)
     P_OVERHEAD_MS,
     P_OVERLAP,  # async: a step lasts max(GPU, CPU) time
     PC_ROWS,
-) = range(17)
+) = range(16)
 
 # what a call of the kernel ended on
 # a step's block snapshot in `trc`: table lengths (n), computed tokens (n), the tables' block

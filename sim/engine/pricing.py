@@ -22,7 +22,6 @@ from sim.engine.layout import (
     P_GRID_STEP,
     P_LATENCY_MS,
     P_LAYERS,
-    P_ON,
     P_OVERHEAD_MS,
     P_OVERLAP,
     P_PER_KV,
@@ -66,7 +65,6 @@ def price_tables(dep, top_tokens: int, top_seqs: int, *, overlap: bool) -> Table
     )[0]
     g = cost._smooth_table(float(f.smooth_p))
     pc = np.zeros(PC_ROWS)
-    pc[P_ON] = 1.0
     pc[P_LAYERS] = layers
     pc[P_LATENCY_MS] = f.kernel_latency_us * 1e-3
     per_kv, per_q, a_bw, per_pair, a_flops = cost._attention_coeffs(dep, consts)

@@ -202,7 +202,6 @@ def build_state(
     # from the cache itself has no use for it)
     plain_fifo = caps.queue_rank is None and not caps.reorders_by_cache
     cfg[L.C_CA_WINDOW] = window if plain_fifo and caching else 0
-    cfg[L.C_TENANTS] = int(req[L.TENANT].max()) + 1 if n else 1
     cfg[L.C_MAX_STEPS] = max_steps
     cfg[L.C_STOP_AT_MAX] = int(stop_at_max_steps)
     cfg[L.C_N] = n
